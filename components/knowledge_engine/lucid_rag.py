@@ -1,0 +1,149 @@
+"""The LangBot KnowledgeEngine component: a thin adapter between host contexts and `lucidrag`.
+
+This is the single error boundary. Every hook catches once and maps failures to what the host
+handles well: ingest → FAILED with the user-facing message (an exception would leave the file
+"interrupted" and undeletable); retrieve → empty results; delete_document → False only when the
+vector DB failed, so the user can retry; KB create/delete never raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langbot_plugin.api.definition.components.knowledge_engine.engine import (
+    KnowledgeEngine,
+    KnowledgeEngineCapability,
+)
+from langbot_plugin.api.entities.builtin.provider.message import ContentElement
+from langbot_plugin.api.entities.builtin.rag.context import (
+    RetrievalContext,
+    RetrievalResponse,
+    RetrievalResultEntry,
+)
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+from langbot_plugin.api.entities.builtin.rag.models import IngestionContext, IngestionResult
+
+from lucidrag.engine import Engine
+from lucidrag.errors import LucidRagError
+from lucidrag.ingest import IngestRequest
+from lucidrag.parsing import document_from_parse_result
+from lucidrag.settings import parse_creation_settings
+
+logger = logging.getLogger(__name__)
+
+INGEST_TIMEOUT_S = 1100.0  # below the host's 1200 s, leaving time to roll back
+DELETE_KB_TIMEOUT_S = 27.0  # the host allows ~30 s
+DEFAULT_INSTALLATION = "dedicated"
+
+
+class LucidRag(KnowledgeEngine):
+    @property
+    def engine(self) -> Engine:
+        return self.plugin.engine  # type: ignore[attr-defined]
+
+    @classmethod
+    def get_capabilities(cls) -> list[str]:
+        return [KnowledgeEngineCapability.DOC_INGESTION, KnowledgeEngineCapability.DOC_PARSING]
+
+    def _installation_id(self) -> str:
+        binding = self.get_installation_binding()
+        return str(getattr(binding, "installation_uuid", "") or DEFAULT_INSTALLATION)
+
+    async def on_knowledge_base_create(self, kb_id: str, config: dict) -> None:
+        try:
+            parse_creation_settings(config)
+        except LucidRagError as error:
+            # Raising would fail KB creation with a bare HTTP 500; the same message is shown on
+            # every upload instead, where the operator sees it.
+            logger.warning("kb=%s: created with invalid settings: %s", kb_id, error)
+
+    async def on_knowledge_base_delete(self, kb_id: str) -> None:
+        try:
+            await asyncio.wait_for(
+                self.engine.delete_knowledge_base(self.plugin, self._installation_id(), kb_id),
+                DELETE_KB_TIMEOUT_S,
+            )
+        except Exception:  # noqa: BLE001 - never block the host's KB deletion
+            logger.exception("kb=%s: could not remove every vector of the deleted knowledge base", kb_id)
+
+    async def ingest(self, context: IngestionContext) -> IngestionResult:
+        document_id = context.file_object.metadata.document_id
+        try:
+            request = _ingest_request(context)
+            outcome = await asyncio.wait_for(
+                self.engine.ingest(self.plugin, self._installation_id(), request), INGEST_TIMEOUT_S
+            )
+        except LucidRagError as error:
+            logger.info("kb=%s doc=%s: ingest failed: %s", context.knowledge_base_id, document_id, error)
+            return _failed(document_id, str(error))
+        except asyncio.TimeoutError:
+            return _failed(document_id, f"Processing took longer than {int(INGEST_TIMEOUT_S)} s and was "
+                           "stopped. Split the file into smaller files and upload them separately.")
+        except Exception as error:  # noqa: BLE001 - the host must never see an exception here
+            logger.exception("kb=%s doc=%s: unexpected ingest error", context.knowledge_base_id, document_id)
+            return _failed(document_id, f"Unexpected error while processing the file ({type(error).__name__}: "
+                           f"{error}). Please report this to the plugin's maintainers.")
+        return IngestionResult(
+            document_id=document_id,
+            status=DocumentStatus.COMPLETED,
+            chunks_created=outcome.chunks,
+            metadata={"format": outcome.format},
+        )
+
+    async def retrieve(self, context: RetrievalContext) -> RetrievalResponse:
+        kb_id = context.knowledge_base_id or context.get_collection_id()
+        try:
+            hits = await self.engine.retrieve(
+                self.plugin, self._installation_id(), kb_id, context.get_collection_id(), context.query,
+                context.creation_settings, context.retrieval_settings, context.filters,
+            )
+        except LucidRagError as error:
+            logger.warning("kb=%s: retrieve failed: %s", kb_id, error)
+            return RetrievalResponse(results=[], total_found=0, metadata={"error": str(error)})
+        except Exception as error:  # noqa: BLE001
+            logger.exception("kb=%s: unexpected retrieve error", kb_id)
+            return RetrievalResponse(results=[], total_found=0, metadata={"error": type(error).__name__})
+        entries = [
+            RetrievalResultEntry(
+                id=hit.chunk.chunk_id,
+                content=[ContentElement(type="text", text=hit.content)],
+                metadata=hit.metadata(),
+                distance=hit.distance,
+                score=hit.score,
+            )
+            for hit in hits
+        ]
+        return RetrievalResponse(results=entries, total_found=len(entries))
+
+    async def delete_document(self, kb_id: str, document_id: str) -> bool:
+        try:
+            await self.engine.delete_document(self.plugin, self._installation_id(), kb_id, document_id)
+            return True
+        except Exception:  # noqa: BLE001 - False tells the host (and the user) to retry
+            logger.exception("kb=%s doc=%s: delete failed", kb_id, document_id)
+            return False
+
+
+def _ingest_request(context: IngestionContext) -> IngestRequest:
+    meta = context.file_object.metadata
+    parsed = None
+    if context.parsed_content is not None:
+        parsed = document_from_parse_result(
+            context.parsed_content.text,
+            [(s.content, s.heading, s.level, s.page) for s in context.parsed_content.sections],
+        )
+    return IngestRequest(
+        kb_id=context.knowledge_base_id,
+        collection_id=context.get_collection_id(),
+        document_id=meta.document_id,
+        storage_path=context.file_object.storage_path,
+        filename=meta.filename,
+        mime_type=meta.mime_type or "",
+        settings=parse_creation_settings(context.creation_settings),
+        parsed=parsed,
+    )
+
+
+def _failed(document_id: str, message: str) -> IngestionResult:
+    return IngestionResult(document_id=document_id, status=DocumentStatus.FAILED, error_message=message)

@@ -1,0 +1,176 @@
+"""Structure-aware splitting of a parsed Document into chunks.
+
+Sections (one heading path each) are never merged, so a chunk never spans two headings. Inside a
+section, semantic-text-splitter cuts at the largest boundary that fits `chunk_size` characters:
+paragraphs, then lines, then sentences (Unicode sentence rules, which include 。！？), then words
+and characters. Tables are split by rows and every piece repeats the header row.
+
+Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
+body, so a chunk stands on its own when embedded, keyword-indexed and shown to the model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from semantic_text_splitter import TextSplitter
+
+from .document import Document, Section
+from .settings import CreationSettings
+
+HEADING_SEPARATOR = " › "
+# Clause ends that the Unicode sentence rules ignore; used only when a sentence is too long.
+_CJK_CLAUSE_END = re.compile(r"(?<=[；;，,、：:])")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable piece of a document. `index` is its position in the document (0-based);
+    `parent` is the index of its parent passage in parent_child mode, else None."""
+
+    index: int
+    text: str
+    headings: tuple[str, ...]
+    page: int | None
+    parent: int | None = None
+
+    @property
+    def heading(self) -> str:
+        return HEADING_SEPARATOR.join(self.headings)
+
+    @property
+    def embed_text(self) -> str:
+        return f"{self.heading}\n{self.text}" if self.headings else self.text
+
+
+@dataclass(frozen=True)
+class ChunkedDocument:
+    chunks: tuple[Chunk, ...]
+    parents: tuple[str, ...] = ()  # parent passages (parent_child mode), referenced by Chunk.parent
+
+
+def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDocument:
+    if settings.chunking == "parent_child":
+        return _parent_child(document, settings)
+    size, overlap = settings.chunk_size, settings.chunk_overlap
+    pieces: list[tuple[str, Section]] = []
+    if settings.chunking == "fixed":
+        for section in document.sections:
+            pieces.extend((text, section) for text in _fixed_windows(section.text, size, overlap))
+    else:
+        for section in document.sections:
+            pieces.extend((text, section) for text in split_section(section, size, overlap))
+    chunks = tuple(
+        Chunk(index=i, text=text, headings=section.headings, page=section.page)
+        for i, (text, section) in enumerate(pieces)
+    )
+    return ChunkedDocument(chunks)
+
+
+def split_section(section: Section, size: int, overlap: int) -> list[str]:
+    """Split one section's text into pieces of at most `size` characters."""
+    if section.is_table:
+        return split_table(section.text, size)
+    return split_text(section.text, size, overlap)
+
+
+def split_text(text: str, size: int, overlap: int) -> list[str]:
+    text = text.strip()
+    if not text:
+        return []
+    if len(text) <= size:
+        return [text]
+    pieces: list[str] = []
+    for piece in _splitter(size, overlap).chunks(text):
+        if len(piece) > size:  # a single sentence longer than size: cut at clause ends
+            pieces.extend(_split_long_sentence(piece, size, overlap))
+        else:
+            pieces.append(piece)
+    return [p for p in pieces if p.strip()]
+
+
+def split_table(text: str, size: int) -> list[str]:
+    """Split a Markdown table by rows; each piece starts with the header (and separator) rows."""
+    lines = [line for line in text.strip().split("\n") if line.strip()]
+    if not lines:
+        return []
+    header_len = 2 if len(lines) > 1 and _is_separator_row(lines[1]) else 1
+    header = "\n".join(lines[:header_len])
+    rows = lines[header_len:]
+    if not rows:
+        return split_text(header, size, 0)
+    budget = max(size - len(header) - 1, size // 4)
+    pieces: list[str] = []
+    current: list[str] = []
+    used = 0
+    for row in rows:
+        if len(row) > budget:  # one huge row: give it its own pieces, each with the header
+            if current:
+                pieces.append(header + "\n" + "\n".join(current))
+                current, used = [], 0
+            pieces.extend(header + "\n" + part for part in split_text(row, budget, 0))
+            continue
+        if current and used + len(row) + 1 > budget:
+            pieces.append(header + "\n" + "\n".join(current))
+            current, used = [], 0
+        current.append(row)
+        used += len(row) + 1
+    if current:
+        pieces.append(header + "\n" + "\n".join(current))
+    return pieces
+
+
+def _parent_child(document: Document, settings: CreationSettings) -> ChunkedDocument:
+    parents: list[str] = []
+    chunks: list[Chunk] = []
+    child_size = max(settings.chunk_size // 2, 64)
+    child_overlap = min(settings.chunk_overlap, child_size // 4)
+    for section in document.sections:
+        for parent_text in split_section(section, settings.parent_size, 0):
+            parent_index = len(parents)
+            parents.append(parent_text)
+            children = (
+                split_table(parent_text, child_size)
+                if section.is_table
+                else split_text(parent_text, child_size, child_overlap)
+            )
+            for child in children:
+                chunks.append(Chunk(len(chunks), child, section.headings, section.page, parent_index))
+    return ChunkedDocument(tuple(chunks), tuple(parents))
+
+
+def _fixed_windows(text: str, size: int, overlap: int) -> list[str]:
+    text = text.strip()
+    step = size - overlap
+    return [text[i : i + size] for i in range(0, max(len(text) - overlap, 1), step) if text[i : i + size].strip()]
+
+
+def _split_long_sentence(sentence: str, size: int, overlap: int) -> list[str]:
+    clauses = [c for c in _CJK_CLAUSE_END.split(sentence) if c]
+    pieces: list[str] = []
+    current = ""
+    for clause in clauses:
+        if len(clause) > size:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.extend(_fixed_windows(clause, size, overlap))
+        elif len(current) + len(clause) > size:
+            pieces.append(current)
+            current = clause
+        else:
+            current += clause
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _is_separator_row(line: str) -> bool:
+    return bool(re.fullmatch(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*", line))
+
+
+@lru_cache(maxsize=32)
+def _splitter(size: int, overlap: int) -> TextSplitter:
+    return TextSplitter(size, overlap=overlap, trim=True)

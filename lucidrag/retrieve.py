@@ -1,0 +1,276 @@
+"""Retrieve: candidates (vector and/or keyword) → fusion → rerank → threshold → dedupe →
+parent / neighbour expansion → hits with a 0–1 score and a consistent distance (1 − score)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .embedding import Embedder, with_retries
+from .errors import EmbeddingFailure, VectorStoreFailure
+from .filters import matches
+from .fusion import Candidate, Fused, fuse, single
+from .host import HostApi, describe
+from .kbstate import KnowledgeBaseState, save_metric
+from .records import ChunkRecord
+from .scoring import Metric, calibrate, clip01, cosine, cosine_from_distance, guess_metric
+from .settings import CreationSettings, RetrievalSettings
+
+logger = logging.getLogger(__name__)
+
+RERANK_CAP = 64  # the host's limit on documents per rerank call
+CONTEXT_BUDGET = 2400  # characters per returned hit when neighbours are merged in
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: ChunkRecord
+    content: str
+    score: float
+    format: str
+
+    @property
+    def distance(self) -> float:
+        return 1.0 - self.score
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "file_id": self.chunk.file_id,
+            "chunk_index": self.chunk.index,
+            "heading": self.chunk.heading,
+            "page": self.chunk.page if self.chunk.page is not None else 0,
+            "format": self.format,
+            "citation": citation(self.format, self.chunk.page, self.chunk.heading),
+        }
+        return meta
+
+
+@dataclass(frozen=True)
+class RetrieveRequest:
+    kb_id: str
+    collection_id: str
+    query: str
+    creation: CreationSettings
+    settings: RetrievalSettings
+    where: dict[str, Any] | None
+
+
+async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                   request: RetrieveRequest) -> list[Hit]:
+    settings = request.settings
+    pool = min(max(settings.top_k * 4, 20), 100)
+    vector: list[Candidate] = []
+    keyword: list[Candidate] = []
+    if settings.search_mode in ("hybrid", "vector"):
+        vector = await _vector_candidates(host, state, embedder, request, pool)
+    if settings.search_mode in ("hybrid", "keyword"):
+        keyword = _keyword_candidates(state, request, pool)
+    if settings.search_mode == "hybrid":
+        ranked = fuse(vector, keyword, settings.vector_weight)
+    else:
+        ranked = single(vector or keyword, from_vector=settings.search_mode == "vector")
+
+    ranked = _drop_duplicates(ranked, state)
+    if settings.rerank_model_uuid and ranked:
+        ranked = await _rerank(host, state, request, ranked)
+    ranked = [f for f in ranked if f.score >= settings.score_threshold and f.chunk_id in state.chunks]
+    return _expand(state, ranked, request)
+
+
+async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                             request: RetrieveRequest, pool: int) -> list[Candidate]:
+    query_vector = await embedder.embed_query(request.creation.embedding_model_uuid, request.query)
+    try:
+        results = await with_retries(lambda: host.vector_search(
+            request.collection_id, query_vector, top_k=pool, filters=request.where))
+    except Exception as error:  # noqa: BLE001
+        raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
+    results = [r for r in results if r.get("id") is not None]
+    for r in results:  # chunks we have no record of (e.g. storage lost): learn them from metadata
+        _adopt(state, r)
+    if state.metric is None and results:
+        await _calibrate_from_query(host, state, embedder, request, query_vector, results[0])
+    metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results])
+    candidates = [
+        Candidate(str(r["id"]), clip01(cosine_from_distance(float(r.get("distance", 0.0)), metric)))
+        for r in results
+    ]
+    candidates.sort(key=lambda c: c.score, reverse=True)
+    return candidates
+
+
+def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
+    hits = state.index.search(request.query, top_k=pool * 3 if request.where else pool)
+    out: list[Candidate] = []
+    for chunk_id, score in hits:
+        chunk = state.chunks.get(chunk_id)
+        if chunk is None:
+            continue
+        record = state.files.get(chunk.file_id)
+        if request.where and not matches(request.where, chunk.metadata(record.format if record else "")):
+            continue
+        out.append(Candidate(chunk_id, clip01(score)))
+        if len(out) >= pool:
+            break
+    return out
+
+
+async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                                request: RetrieveRequest, query_vector: list[float],
+                                top: dict[str, Any]) -> None:
+    """No stored metric (e.g. plugin storage lost): embed the top hit's text once and compare."""
+    chunk = state.chunks.get(str(top["id"]))
+    if chunk is None:
+        return
+    try:
+        vector = await embedder.embed(request.kb_id, request.creation.embedding_model_uuid, [chunk.text])
+    except EmbeddingFailure:
+        return
+    metric = calibrate([(float(top.get("distance", 0.0)), cosine(query_vector, vector[0]))])
+    if metric is not None:
+        state.metric = metric
+        await save_metric(host, request.kb_id, metric)
+
+
+def _adopt(state: KnowledgeBaseState, result: dict[str, Any]) -> None:
+    chunk_id = str(result["id"])
+    if chunk_id in state.chunks:
+        return
+    meta = result.get("metadata") or {}
+    text = meta.get("text") or result.get("document")
+    file_id = meta.get("file_id")
+    if not text or not file_id:
+        return
+    index = meta.get("chunk_index")
+    page = meta.get("page")
+    state.chunks[chunk_id] = ChunkRecord(
+        chunk_id, str(file_id), int(index) if isinstance(index, (int, float)) else 0, str(text),
+        str(meta.get("heading") or ""), int(page) if isinstance(page, (int, float)) and page else None,
+    )
+
+
+def _drop_duplicates(ranked: list[Fused], state: KnowledgeBaseState) -> list[Fused]:
+    """Collapse chunks with the same normalised text (the same file uploaded twice)."""
+    seen: set[str] = set()
+    out: list[Fused] = []
+    for fused in ranked:
+        chunk = state.chunks.get(fused.chunk_id)
+        if chunk is None:
+            continue
+        fingerprint = hashlib.sha1(_normalise(chunk.text).encode()).hexdigest()
+        if fingerprint not in seen:
+            seen.add(fingerprint)
+            out.append(fused)
+    return out
+
+
+async def _rerank(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                  ranked: list[Fused]) -> list[Fused]:
+    head = ranked[:RERANK_CAP]
+    documents = [state.chunks[f.chunk_id].text for f in head]
+    try:
+        results = await host.invoke_rerank(request.settings.rerank_model_uuid, request.query, documents,
+                                           top_k=len(documents))
+        order = [(int(r["index"]), float(r["relevance_score"])) for r in results]
+    except Exception as error:  # noqa: BLE001 - a failed rerank never fails the query
+        logger.warning("kb=%s: rerank failed, using the fused order (%s)", request.kb_id, describe(error))
+        return ranked
+    reranked = [
+        Fused(head[i].chunk_id, clip01(score), head[i].vector_score, head[i].keyword_score, score)
+        for i, score in sorted(order, key=lambda p: p[1], reverse=True)
+        if 0 <= i < len(head)
+    ]
+    return reranked
+
+
+def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveRequest) -> list[Hit]:
+    """Parent passages or neighbour windows; each text span is returned at most once."""
+    top_k = request.settings.top_k
+    window = request.settings.context_window
+    hits: list[Hit] = []
+    used: set[tuple[str, Any]] = set()
+    for fused in ranked:
+        if len(hits) >= top_k:
+            break
+        chunk = state.chunks[fused.chunk_id]
+        record = state.files.get(chunk.file_id)
+        file_format = record.format if record else ""
+        parent = state.parent_text(chunk)
+        if parent is not None:
+            key: tuple[str, Any] = (chunk.file_id, ("parent", chunk.parent))
+            if key in used:
+                continue
+            used.add(key)
+            content = _with_heading(chunk.heading, parent)
+        elif window > 0:
+            span = [c for c in state.neighbours(chunk, window) if (c.file_id, c.index) not in used]
+            if not any(c.index == chunk.index for c in span):
+                continue
+            span = _within_budget(span, chunk, CONTEXT_BUDGET)
+            used.update((c.file_id, c.index) for c in span)
+            content = merge_texts([c.text for c in span])
+        else:
+            if (chunk.file_id, chunk.index) in used:
+                continue
+            used.add((chunk.file_id, chunk.index))
+            content = chunk.text
+        hits.append(Hit(chunk, content, round(fused.score, 6), file_format))
+    return hits
+
+
+def _within_budget(span: list[ChunkRecord], centre: ChunkRecord, budget: int) -> list[ChunkRecord]:
+    """Keep the centre chunk and grow outwards while the merged text fits the budget."""
+    position = next(i for i, c in enumerate(span) if c.index == centre.index)
+    lo = hi = position
+    total = len(span[position].text)
+    while True:
+        grew = False
+        for candidate in (hi + 1, lo - 1):
+            if 0 <= candidate < len(span) and total + len(span[candidate].text) <= budget:
+                total += len(span[candidate].text)
+                lo, hi = min(lo, candidate), max(hi, candidate)
+                grew = True
+        if not grew:
+            return span[lo : hi + 1]
+
+
+def merge_texts(texts: list[str]) -> str:
+    """Join consecutive chunks, removing the overlap each repeats from the one before it and a
+    repeated heading line."""
+    if not texts:
+        return ""
+    merged = texts[0]
+    for text in texts[1:]:
+        heading, _, body = text.partition("\n")
+        if body and merged.startswith(heading + "\n"):
+            text = body  # same heading path as the first chunk: don't repeat it
+        overlap = _overlap(merged, text)
+        merged = merged + ("" if overlap else "\n") + text[overlap:]
+    return merged
+
+
+def _overlap(left: str, right: str, limit: int = 1000) -> int:
+    for size in range(min(len(left), len(right), limit), 7, -1):
+        if left.endswith(right[:size]):
+            return size
+    return 0
+
+
+def _with_heading(heading: str, text: str) -> str:
+    return f"{heading}\n{text}" if heading and not text.startswith(heading) else text
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def citation(file_format: str, page: int | None, heading: str) -> str:
+    parts = [file_format.upper()] if file_format else []
+    if page:
+        parts.append(f"p. {page}")
+    if heading:
+        parts.append(heading)
+    return " · ".join(parts)

@@ -1,0 +1,180 @@
+"""A fake LangBot host that behaves like ../shared/HOST_CONTRACT.md says the real one does.
+
+Method signatures are copied from langbot_plugin/api/proxies/langbot_api.py. Behaviour copied
+from the contract: squared-L2 distances (Chroma), `vector_delete` matches metadata `file_id` only
+and returns len(file_ids), nested metadata is rejected, a collection's dimension is fixed by its
+first upsert, `vector_list` pages, host-added `_langbot_*` keys, plugin storage per key. Every
+call is counted; faults can be injected per method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from lucidrag.filters import matches
+
+DIM = 64
+
+
+def hash_embed(text: str, dim: int = DIM) -> list[float]:
+    """Deterministic bag-of-ngrams embedding: texts sharing words/CJK bigrams are close."""
+    vector = [0.0] * dim
+    lowered = text.lower()
+    grams = re.findall(r"[a-z0-9]+", lowered)
+    cjk = re.findall(r"[\u4e00-\u9fff]", lowered)
+    grams += ["".join(p) for p in zip(cjk, cjk[1:])]
+    for gram in grams or [lowered or " "]:
+        h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
+        vector[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+class HostError(Exception):
+    """What the SDK raises for an action the host answered with an error."""
+
+
+class ActionCallTimeoutError(Exception):
+    """Same name as the SDK's timeout error, so the engine classifies it as transient."""
+
+
+class FakeHost:
+    def __init__(self, embed: Callable[[str], list[float]] = hash_embed, metric: str = "squared_l2",
+                 keep_metadata: tuple[str, ...] | None = None) -> None:
+        self.embed_fn = embed
+        self.metric = metric  # squared_l2 (Chroma) | cosine_distance (pgvector) | similarity (Milvus)
+        self.keep_metadata = keep_metadata  # e.g. ("text", "file_id") to behave like Milvus/pgvector
+        self.files: dict[str, bytes] = {}
+        self.collections: dict[str, dict[str, tuple[list[float], dict[str, Any]]]] = {}
+        self.dims: dict[str, int] = {}
+        self.storage: dict[str, bytes] = {}
+        self.calls: Counter[str] = Counter()
+        self.embedded_texts = 0
+        self.faults: dict[str, Callable[..., None]] = {}
+        self.max_embed_batch: int | None = None
+        self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
+
+    # ------------------------------------------------------------------ helpers for tests
+    def fail(self, method: str, when: Callable[..., bool] | None = None, error: Exception | None = None) -> None:
+        """Make `method` raise `error` (default HostError) whenever `when(**kwargs)` is true."""
+        def fault(**kwargs: Any) -> None:
+            if when is None or when(**kwargs):
+                raise error or HostError(f"{method} failed")
+        self.faults[method] = fault
+
+    def _enter(self, method: str, **kwargs: Any) -> None:
+        self.calls[method] += 1
+        fault = self.faults.get(method)
+        if fault:
+            fault(**kwargs)
+
+    def vectors_of(self, collection_id: str, file_id: str | None = None) -> list[dict[str, Any]]:
+        items = self.collections.get(collection_id, {})
+        return [m for _, m in items.values() if file_id is None or m.get("file_id") == file_id]
+
+    def vector_count(self, collection_id: str | None = None) -> int:
+        if collection_id is None:
+            return sum(len(c) for c in self.collections.values())
+        return len(self.collections.get(collection_id, {}))
+
+    # ------------------------------------------------------------------ SDK API
+    async def invoke_embedding(self, embedding_model_uuid: str, texts: list[str]) -> list[list[float]]:
+        self._enter("invoke_embedding", embedding_model_uuid=embedding_model_uuid, texts=texts)
+        if self.max_embed_batch is not None and len(texts) > self.max_embed_batch:
+            raise HostError(f"batch size {len(texts)} exceeds the maximum of {self.max_embed_batch}")
+        self.embedded_texts += len(texts)
+        return [self.embed_fn(t) for t in texts]
+
+    async def invoke_rerank(self, rerank_model_uuid: str, query: str, documents: list[str],
+                            top_k: int | None = None, extra_args: dict[str, Any] | None = None,
+                            timeout: float = 60.0) -> list[dict[str, Any]]:
+        self._enter("invoke_rerank", query=query, documents=documents)
+        if len(documents) > 64:
+            raise HostError("at most 64 documents per rerank call")
+        scores = self.rerank_fn(query, documents) if self.rerank_fn else [0.5] * len(documents)
+        ranked = sorted(range(len(documents)), key=lambda i: scores[i], reverse=True)
+        return [{"index": i, "relevance_score": scores[i]} for i in ranked[: top_k or len(documents)]]
+
+    async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
+                            metadata: list[dict[str, Any]] | None = None,
+                            documents: list[str] | None = None) -> None:
+        self._enter("vector_upsert", collection_id=collection_id, ids=ids)
+        if len(vectors) != len(ids) or (metadata is not None and len(metadata) != len(ids)):
+            raise HostError("vectors, ids and metadata must have the same length")
+        collection = self.collections.setdefault(collection_id, {})
+        for vector, chunk_id, meta in zip(vectors, ids, metadata or [{}] * len(ids)):
+            dim = self.dims.setdefault(collection_id, len(vector))
+            if len(vector) != dim:
+                raise HostError(f"dimension {len(vector)} does not match collection dimension {dim}")
+            for key, value in meta.items():
+                if not isinstance(value, (str, int, float, bool)):
+                    raise HostError(f"metadata value for {key} must be str/int/float/bool")
+            kept = {k: v for k, v in meta.items() if self.keep_metadata is None or k in self.keep_metadata}
+            kept["_langbot_knowledge_base_uuid"] = collection_id
+            collection[chunk_id] = (list(vector), kept)
+
+    async def vector_search(self, collection_id: str, query_vector: list[float], top_k: int = 5,
+                            filters: dict[str, Any] | None = None, search_type: str = "vector",
+                            query_text: str = "", vector_weight: float | None = None) -> list[dict[str, Any]]:
+        self._enter("vector_search", collection_id=collection_id, filters=filters)
+        if filters and len(filters) > 1:
+            raise HostError("Expected where to have exactly one operator")
+        scored = []
+        for chunk_id, (vector, meta) in self.collections.get(collection_id, {}).items():
+            if filters and not matches(filters, meta):
+                continue
+            dot = sum(a * b for a, b in zip(vector, query_vector))
+            squared = sum((a - b) ** 2 for a, b in zip(vector, query_vector))
+            distance = {"squared_l2": squared, "cosine_distance": 1.0 - dot, "similarity": dot}[self.metric]
+            scored.append({"id": chunk_id, "distance": distance, "metadata": dict(meta)})
+        scored.sort(key=lambda r: r["distance"], reverse=self.metric == "similarity")
+        return scored[:top_k]
+
+    async def vector_delete(self, collection_id: str, file_ids: list[str] | None = None,
+                            filters: dict[str, Any] | None = None) -> int:
+        self._enter("vector_delete", collection_id=collection_id, file_ids=file_ids)
+        collection = self.collections.get(collection_id, {})
+        if file_ids:
+            for chunk_id in [c for c, (_, m) in collection.items() if m.get("file_id") in file_ids]:
+                del collection[chunk_id]
+            return len(file_ids)
+        return 0
+
+    async def vector_list(self, collection_id: str, filters: dict[str, Any] | None = None,
+                          limit: int = 20, offset: int = 0) -> dict[str, Any]:
+        self._enter("vector_list", collection_id=collection_id)
+        items = [
+            {"id": cid, "document": m.get("text"), "metadata": dict(m)}
+            for cid, (_, m) in self.collections.get(collection_id, {}).items()
+            if not filters or matches(filters, m)
+        ]
+        return {"items": items[offset : offset + limit], "total": -1 if filters else len(items)}
+
+    async def get_knowledge_file_stream(self, storage_path: str) -> bytes:
+        self._enter("get_knowledge_file_stream", storage_path=storage_path)
+        if storage_path not in self.files:
+            raise HostError(f"file not found: {storage_path}")
+        return self.files[storage_path]
+
+    async def set_plugin_storage(self, key: str, value: bytes) -> None:
+        self._enter("set_plugin_storage", key=key)
+        self.storage[key] = bytes(value)
+
+    async def get_plugin_storage(self, key: str) -> bytes:
+        self._enter("get_plugin_storage", key=key)
+        if key not in self.storage:
+            raise HostError(f"storage key not found: {key}")
+        return self.storage[key]
+
+    async def get_plugin_storage_keys(self) -> list[str]:
+        self._enter("get_plugin_storage_keys")
+        return list(self.storage)
+
+    async def delete_plugin_storage(self, key: str) -> None:
+        self._enter("delete_plugin_storage", key=key)
+        self.storage.pop(key, None)

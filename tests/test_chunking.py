@@ -1,0 +1,91 @@
+import re
+
+from lucidrag.chunking import chunk_document, split_table, split_text
+from lucidrag.document import Document, Section
+from lucidrag.settings import parse_creation_settings
+
+ZH = ("知识库是机器人回答问题的依据。运营人员上传公司文件后，系统会自动解析并切分文本！"
+      "每一段都会保留标题和页码，方便引用？检索时先用关键词和向量找到候选段落；再按相关度排序。") * 6
+EN = ("LucidRAG splits documents at headings first. Then it splits at paragraphs. "
+      "Long paragraphs are split at sentence ends, and only then at words. ") * 12
+
+
+def settings(**kw):
+    return parse_creation_settings({"embedding_model_uuid": "m", **kw})
+
+
+def test_empty_text_gives_no_chunks():
+    assert split_text("", 100, 10) == []
+    assert chunk_document(Document((Section("   "),), "text"), settings()).chunks == ()
+
+
+def test_chinese_is_cut_only_at_sentence_ends():
+    pieces = split_text(ZH, 100, 0)
+    assert len(pieces) > 3
+    assert all(len(p) <= 100 for p in pieces)
+    for piece in pieces:
+        assert re.search(r"[。！？；]$", piece), piece  # every piece ends on a sentence boundary
+
+
+def test_english_pieces_respect_size_and_end_at_sentences():
+    pieces = split_text(EN, 200, 0)
+    assert all(len(p) <= 200 for p in pieces)
+    assert all(p.rstrip().endswith(".") for p in pieces)
+    # without overlap the pieces rebuild the text (modulo whitespace)
+    assert " ".join(pieces).split() == EN.split()
+
+
+def test_overlap_repeats_text_between_neighbours():
+    pieces = split_text(EN, 200, 60)
+    shared = [a for a, b in zip(pieces, pieces[1:]) if any(s in b for s in a.split(". ")[-2:] if s)]
+    assert shared, "consecutive chunks should share overlapping sentences"
+
+
+def test_a_sentence_longer_than_chunk_size_is_cut_at_clauses():
+    long = "，".join(["这是一个没有句号的非常长的分句"] * 20) + "。"
+    pieces = split_text(long, 60, 0)
+    assert all(len(p) <= 60 for p in pieces)
+    assert "".join(pieces) == long
+
+
+def test_sections_are_never_merged_and_keep_heading_path_and_page():
+    doc = Document((
+        Section("Install with pip.", ("Guide", "Install", "Linux"), page=3),
+        Section("Run lbp run.", ("Guide", "Usage"), page=4),
+    ), "pdf")
+    chunks = chunk_document(doc, settings()).chunks
+    assert [c.text for c in chunks] == ["Install with pip.", "Run lbp run."]
+    assert chunks[0].embed_text == "Guide › Install › Linux\nInstall with pip."
+    assert (chunks[0].page, chunks[1].page) == (3, 4)
+    assert [c.index for c in chunks] == [0, 1]
+
+
+def test_every_piece_of_a_split_table_repeats_the_header():
+    rows = "\n".join(f"| SKU-{i:04d} | Widget number {i} | {i * 3} |" for i in range(200))
+    table = "| SKU | Name | Price |\n| --- | --- | --- |\n" + rows
+    pieces = split_table(table, 300)
+    assert len(pieces) > 5
+    for piece in pieces:
+        lines = piece.split("\n")
+        assert lines[0] == "| SKU | Name | Price |" and lines[1] == "| --- | --- | --- |"
+        assert len(piece) <= 300
+    body = [line for p in pieces for line in p.split("\n")[2:]]
+    assert body == rows.split("\n")  # every row exactly once, in order
+
+
+def test_fixed_mode_uses_equal_windows_with_overlap():
+    doc = Document((Section("x" * 1000),), "text")
+    chunks = chunk_document(doc, settings(chunking="fixed", chunk_size=300, chunk_overlap=50)).chunks
+    assert [len(c.text) for c in chunks][:3] == [300, 300, 300]
+    assert len(chunks) == 4
+
+
+def test_parent_child_children_point_at_a_bounded_parent_containing_them():
+    doc = Document((Section(EN * 3, ("Manual",)),), "docx")
+    s = settings(chunking="parent_child", chunk_size=256, chunk_overlap=32)
+    result = chunk_document(doc, s)
+    assert result.parents and all(len(p) <= s.parent_size for p in result.parents)
+    for chunk in result.chunks:
+        assert len(chunk.text) <= 128
+        assert chunk.text in result.parents[chunk.parent]
+    assert len(result.chunks) > len(result.parents)

@@ -18,7 +18,7 @@ Exit 0 only if nothing failed.
 The scenario JSON (written by tests/e2e/e2e_samples.py) has:
   files:     [{path, name, bad?, facts: [..]}]      facts = substrings that only this file has
   queries:   [{query, expect_file, expect_text}]
-  delete_file, settings_query, keyword_query, isolation: {files, queries},
+  delete_file, settings_query, keyword_query, isolation: {files, queries}, never_text: [..],
   creation_settings (merged over the schema defaults), expect_creation_fields, expect_retrieval_fields
 """
 from __future__ import annotations
@@ -39,6 +39,7 @@ import uuid
 
 TERMINAL = ("completed", "failed", "interrupted")
 GENERIC_FAIL = "Plugin ingestion returned failed status"
+NEVER_TEXT: list[str] = []  # scenario "never_text": strings no result may contain (e.g. HTML <script> code)
 
 # ----------------------------------------------------------------------------- report
 
@@ -347,6 +348,9 @@ def run_queries(api: Api, kb: KB, queries: list[dict], kbs: list[KB], top: int =
             R.check(name, False, err)
             continue
         R.check(name, hit_ok(res[:top], kb, exp, q["expect_text"]), fmt_hits(res, kbs))
+        junk = [t for t in NEVER_TEXT for r in res if norm(t) in norm(result_text(r))]
+        if junk:
+            R.check(f"[{kb.label}] '{q['query'][:40]}': no markup/script text in results", False, f"found {junk}")
 
 
 # ----------------------------------------------------------------------------- chroma
@@ -633,6 +637,7 @@ def main() -> int:
     os.makedirs(args.workdir, exist_ok=True)
     with open(args.scenario, encoding="utf-8") as f:
         sc = json.load(f)
+    NEVER_TEXT.extend(sc.get("never_text") or [])
     api, embed, plugin = Api(args.base_url), Api(args.embed_url), PluginProc()
     t_start = time.time()
     try:

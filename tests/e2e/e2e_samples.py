@@ -211,6 +211,8 @@ def generate(out: str) -> dict:
                            "expect_file": "quenby_pump.md", "expect_text": "Zorblatt"},
         "keyword_query": {"query": "Vantablue", "expect_file": "glacier_report.pdf", "expect_text": "Vantablue"},
         "delete_file": "quenby_pump.md",
+        # the HTML page's <script>/<style> must not be indexed as text
+        "never_text": ["should-never-be-indexed", "font-family"],
         "isolation": {
             "files": [fe("kestrel.txt", ["Kestrel observatory"])],
             "queries": [{"query": "How many comets did the Kestrel observatory catalogue?",

@@ -62,6 +62,9 @@ cleanup() {
     [ "$sig" = TERM ] && sleep 1
   done
   if [ -n "$NS_PID" ]; then kill -TERM "$NS_PID" 2>/dev/null || true; fi
+  local summary=""
+  [ -f "$LOGS/drive.log" ] && summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/drive.log" | tail -n 1)
+  if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
   if [ "$rc" -ne 0 ]; then
     for f in lbp_rt.log langbot.log plugin.log embed.log; do
       [ -f "$LOGS/$f" ] || continue
@@ -76,9 +79,6 @@ cleanup() {
   fi
   log "exit $rc"
   echo "E2E wall time: $(( $(date +%s) - T_START ))s"
-  local summary=""
-  [ -f "$LOGS/drive.log" ] && summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/drive.log" | tail -n 1)
-  if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
   echo "$summary"
   exit "$rc"
 }
@@ -138,7 +138,7 @@ echo "[inner] LangBot listening on 127.0.0.1:5300 after $(( $(date +%s) - T0 ))s
 exit "${PIPESTATUS[0]}"
 INNER
 
-export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE
+export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO
 log "starting embedder, lbp rt, LangBot inside a private network namespace"
 set +e
 unshare -rn bash "$RUN/inner.sh" &

@@ -171,6 +171,32 @@ def encrypted_pdf_bytes(password: str = "secret") -> bytes:
     return buffer.getvalue()
 
 
+def owner_only_pdf_bytes() -> bytes:
+    """Encrypted with an empty user password (printing/copy restrictions only): opens without one."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(pdf_bytes([["Restricted but readable text"]]))).pages:
+        writer.add_page(page)
+    writer.encrypt(user_password="", owner_password="owner", algorithm="RC4-128")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def with_content_type(ooxml: bytes, old: str, new: str) -> bytes:
+    """The same package with its main part declared under another content type (.docm, .dotx…)."""
+    source = zipfile.ZipFile(io.BytesIO(ooxml))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                data = data.replace(old.encode(), new.encode())
+            target.writestr(info, data)
+    return buffer.getvalue()
+
+
 def big_pdf(path: str, target_bytes: int = 5 * 1024 * 1024) -> int:
     """A text PDF of about `target_bytes` (uncompressed content streams); returns the page count."""
     from reportlab.lib.pagesizes import A4

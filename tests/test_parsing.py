@@ -94,6 +94,11 @@ def test_encrypted_pdf():
         parse_file(samples.encrypted_pdf_bytes(), KEY + ".pdf")
 
 
+def test_pdf_with_owner_password_only_is_read():
+    document = parse_file(samples.owner_only_pdf_bytes(), KEY + ".pdf")
+    assert document.text == "Restricted but readable text"
+
+
 @pytest.mark.parametrize("fraction", [0.4, 0.9])
 def test_truncated_pdf(outline_pdf, fraction):
     data = outline_pdf[: int(len(outline_pdf) * fraction)]
@@ -150,6 +155,17 @@ def test_docx_by_mime_and_by_magic():
     assert parse_file(data, KEY, mime).format == "docx"
     assert parse_file(data, KEY + ".bin").format == "docx"
     assert parse_file(data, KEY + ".doc").format == "docx"  # a .docx saved under a .doc name
+
+
+def test_docm_and_template_content_types():
+    main = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    docm = samples.with_content_type(samples.docx_bytes(), main,
+                                     "application/vnd.ms-word.document.macroEnabled.main+xml")
+    assert "Run the installer" in parse_file(docm, KEY + ".docm").text
+    pres = "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+    ppsx = samples.with_content_type(samples.pptx_bytes(), pres,
+                                     "application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml")
+    assert "Revenue grew" in parse_file(ppsx, KEY + ".ppsx").text
 
 
 def test_damaged_docx():

@@ -115,23 +115,26 @@ class SectionBuilder:
 # Markdown tables (spreadsheets, CSV, Word and slide tables share this)
 
 _CELL_ESCAPE = str.maketrans({"|": "\\|", "\n": " ", "\r": " ", "\t": " "})
+_SEP = "\x1f"  # joins a row's cells before one translate() call turns it into " | "
+_ROW_ESCAPE = str.maketrans({_SEP: " | ", "|": "\\|", "\n": " ", "\r": " ", "\t": " "})
 
 
 def md_cell(value: str) -> str:
-    value = value.translate(_CELL_ESCAPE)
-    if "  " in value or value != value.strip():
-        value = " ".join(value.split())
-    return value
+    """A table cell: pipes escaped, line breaks and tabs turned into spaces."""
+    return value.translate(_CELL_ESCAPE)
 
 
 def md_row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
+    joined = _SEP.join(cells)
+    if joined.count(_SEP) != len(cells) - 1:  # a cell holds the separator itself
+        return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+    return "| " + joined.translate(_ROW_ESCAPE) + " |"
 
 
 class TableWriter:
     """Streams rows into Markdown table lines: the first non-empty row is the header.
 
-    Rows are lists of already-formatted cell strings. Empty rows are skipped and trailing empty
+    Rows are lists of cell strings (escaped here). Empty rows are skipped and trailing empty
     cells trimmed; every row is padded to the header width so columns line up."""
 
     __slots__ = ("lines", "_width")
@@ -148,7 +151,6 @@ class TableWriter:
             return
         if end != len(cells):
             cells = cells[:end]
-        cells = [md_cell(c) if c else "" for c in cells]
         if not self.lines:
             self._width = end
             self.lines.append(md_row(cells))

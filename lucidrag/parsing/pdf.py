@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 from dataclasses import dataclass
 
 from lucidrag.document import Document, Section
@@ -13,6 +14,9 @@ from lucidrag.errors import ParseError
 from ._common import HeadingStack, clean_inline, clean_text, normalize_newlines
 
 logger = logging.getLogger(__name__)
+
+# PDFium is not thread-safe: one document at a time per process.
+_PDFIUM_LOCK = threading.Lock()
 
 ENCRYPTED = "This PDF is encrypted/password-protected. Remove the password and upload it again."
 SCANNED = (
@@ -49,7 +53,7 @@ _WIDE = re.compile(
 
 def _width(line: str) -> int:
     """Display width: CJK and full-width characters count double."""
-    return len(line) + len(_WIDE.findall(line))
+    return len(line) if line.isascii() else len(line) + len(_WIDE.findall(line))
 
 
 def _is_cjk(ch: str) -> bool:
@@ -186,6 +190,11 @@ class _PdfiumFailed(Exception):
 
 
 def _read_pdfium(data: bytes) -> tuple[list[str], list[_Bookmark]]:
+    with _PDFIUM_LOCK:
+        return _read_pdfium_locked(data)
+
+
+def _read_pdfium_locked(data: bytes) -> tuple[list[str], list[_Bookmark]]:
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
@@ -202,16 +211,25 @@ def _read_pdfium(data: bytes) -> tuple[list[str], list[_Bookmark]]:
         raise _PdfiumFailed(reason) from None
     try:
         pages: list[str] = []
+        failed = 0
         for index in range(len(pdf)):
-            page = pdf[index]
             try:
-                textpage = page.get_textpage()
+                page = pdf[index]
                 try:
-                    pages.append(textpage.get_text_bounded())
+                    textpage = page.get_textpage()
+                    try:
+                        pages.append(textpage.get_text_bounded())
+                    finally:
+                        textpage.close()
                 finally:
-                    textpage.close()
-            finally:
-                page.close()
+                    page.close()
+            except pdfium.PdfiumError:
+                failed += 1
+                pages.append("")
+        if failed:
+            logger.warning("PDF: text of %d of %d pages unreadable", failed, len(pages))
+            if failed == len(pages):
+                raise _PdfiumFailed("no page could be read")
         bookmarks: list[_Bookmark] = []
         try:
             for bm in pdf.get_toc(max_depth=6):
@@ -229,7 +247,7 @@ def _read_pdfium(data: bytes) -> tuple[list[str], list[_Bookmark]]:
 
 def _read_pypdf(data: bytes, first_reason: str) -> tuple[list[str], list[_Bookmark]]:
     from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
+    from pypdf.errors import DependencyError, FileNotDecryptedError
 
     try:
         reader = PdfReader(io.BytesIO(data))
@@ -244,8 +262,7 @@ def _read_pypdf(data: bytes, first_reason: str) -> tuple[list[str], list[_Bookma
         raise
     except FileNotDecryptedError:
         raise ParseError(ENCRYPTED) from None
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError,
-            RecursionError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - pypdf is the last resort: anything here means damaged
         raise _damaged(first_reason if not str(exc) else f"{first_reason}; {exc}") from None
     if not pages:
         raise _damaged(f"{first_reason}; no pages")

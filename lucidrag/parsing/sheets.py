@@ -9,7 +9,6 @@ import csv
 import datetime as dt
 import io
 import logging
-import math
 
 from lucidrag.document import Document, Section
 from lucidrag.errors import ParseError
@@ -24,30 +23,47 @@ ENCRYPTED = ("This spreadsheet is password-protected. Remove the password (File 
              "Workbook → Encrypt with Password, clear it), save, then upload it again.")
 
 
+def _float(value: float) -> str:
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+def _datetime(value: dt.datetime) -> str:
+    if value.hour == value.minute == value.second == value.microsecond == 0:
+        return value.date().isoformat()
+    return value.isoformat(sep=" ")
+
+
+def _timedelta(value: dt.timedelta) -> str:
+    seconds = int(value.total_seconds())
+    sign = "-" if seconds < 0 else ""
+    hours, rest = divmod(abs(seconds), 3600)
+    return f"{sign}{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+_FORMATTERS = {
+    str: str,
+    int: str,
+    float: _float,
+    bool: lambda v: "TRUE" if v else "FALSE",
+    dt.datetime: _datetime,
+    dt.date: dt.date.isoformat,
+    dt.time: dt.time.isoformat,
+    dt.timedelta: _timedelta,
+    type(None): lambda v: "",
+}
+
+
 def format_cell(value: object) -> str:
-    if value is None or value == "":
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
+    """A cell as text: integral floats without ".0", dates ISO, booleans TRUE/FALSE."""
+    formatter = _FORMATTERS.get(type(value))
+    if formatter is not None:
+        return formatter(value)
     if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
-            return str(int(value))
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
+        return _float(value)
     if isinstance(value, dt.datetime):
-        if value.hour == value.minute == value.second == value.microsecond == 0:
-            return value.date().isoformat()
-        return value.isoformat(sep=" ")
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        seconds = int(value.total_seconds())
-        sign = "-" if seconds < 0 else ""
-        hours, rest = divmod(abs(seconds), 3600)
-        return f"{sign}{hours}:{rest // 60:02d}:{rest % 60:02d}"
+        return _datetime(value)
     return str(value)
 
 
@@ -79,8 +95,9 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
             try:
                 sheet = workbook.get_sheet_by_name(name)
                 writer = TableWriter()
+                add_row = writer.add_row
                 for row in sheet.iter_rows():
-                    writer.add_row([format_cell(v) for v in row])
+                    add_row([v if type(v) is str else format_cell(v) for v in row])
             except CalamineError as exc:
                 logger.warning("sheet %d skipped: %s", number, type(exc).__name__)
                 skipped.append(name)

@@ -46,11 +46,17 @@ def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None) -> N
 
 
 def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
-    from pptx import Presentation
+    import pptx  # noqa: F401 - registers python-pptx's part classes
     from pptx.exc import PackageNotFoundError
+    from pptx.package import Package
+    from pptx.parts.presentation import PresentationPart
 
     try:
-        presentation = Presentation(io.BytesIO(data))
+        # Package.open rather than Presentation(): the latter refuses templates (.potx/.ppsx).
+        part = Package.open(io.BytesIO(data)).main_document_part
+        if not isinstance(part, PresentationPart):
+            raise ValueError(f"main part is {part.content_type}")
+        presentation = part.presentation
     except (PackageNotFoundError, zipfile.BadZipFile) as exc:
         raise _damaged("not a valid .pptx package") from exc
     except KeyError as exc:

@@ -159,12 +159,33 @@ def _table(tbl) -> str:
     return writer.render()
 
 
+# Macro-enabled documents and templates have the same body XML; python-docx only knows .docx.
+_EXTRA_MAIN_TYPES = (
+    "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",
+)
+
+
+def _open(data: bytes):
+    import docx  # noqa: F401 - registers python-docx's part classes
+    from docx.opc.part import PartFactory
+    from docx.package import Package
+    from docx.parts.document import DocumentPart
+
+    for content_type in _EXTRA_MAIN_TYPES:
+        PartFactory.part_type_for.setdefault(content_type, DocumentPart)
+    part = Package.open(io.BytesIO(data)).main_document_part
+    if not isinstance(part, DocumentPart):
+        raise ValueError(f"main part is {part.content_type}")
+    return part.document
+
+
 def parse_docx(data: bytes, ext: str = ".docx") -> Document:
-    import docx
     from docx.opc.exceptions import PackageNotFoundError
 
     try:
-        document = docx.Document(io.BytesIO(data))
+        document = _open(data)
     except (PackageNotFoundError, zipfile.BadZipFile) as exc:
         raise _damaged("not a valid .docx package") from exc
     except KeyError as exc:

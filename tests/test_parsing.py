@@ -244,6 +244,19 @@ def test_big5_text():
     assert parse_file(text.encode("big5"), KEY + ".txt").text == text
 
 
+@pytest.mark.parametrize("text,encoding", [
+    ("繁體中文", "big5"),  # too short for chardet to be sure: the common-character check decides
+    ("會議記錄：明天上午十點開會。", "big5"),
+    ("会议纪要：明天上午十点开会。", "gbk"),
+    ("你好", "gbk"),
+    ("Café naïve résumé — déjà vu, façade.", "cp1252"),
+    ("Grüße aus München, schöne Straße", "latin-1"),
+    ("日本語のテキストです。これはテストです。", "shift_jis"),
+])
+def test_short_texts_in_legacy_encodings(text, encoding):
+    assert parse_file(text.encode(encoding), KEY + ".txt").text == text
+
+
 def test_gb18030_only_characters():
     text = "生僻字：𠀀𪚥，以及欧元符号€和常用汉字。" * 3
     assert parse_file(text.encode("gb18030"), KEY + ".txt").text == text
@@ -427,6 +440,17 @@ def test_damaged_zip():
 
 # ---------------------------------------------------------------------------------------------
 # API odds and ends
+
+
+def test_unexpected_library_error_becomes_parse_error(monkeypatch):
+    from lucidrag.parsing import registry
+
+    def explode(data, ext):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(registry, "_parsers", lambda: {"text": explode})
+    with pytest.raises(ParseError, match=r"Could not read this \.txt file \(KeyError\); it may be damaged"):
+        parse_file(b"hello", KEY + ".txt")
 
 
 def test_supported_extensions_and_detect():

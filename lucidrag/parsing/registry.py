@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import posixpath
 import zipfile
 from collections.abc import Callable
@@ -12,6 +13,8 @@ from lucidrag.document import Document
 from lucidrag.errors import ParseError, UnsupportedFormatError
 
 from ._common import clean_text
+
+logger = logging.getLogger(__name__)
 
 Parser = Callable[..., Document]
 
@@ -267,10 +270,21 @@ def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int =
     parser = _parsers().get(family)
     if parser is None:
         raise _unsupported(family, ext)
-    if family == "zip":
-        document = parser(data, ext or ".zip", depth=depth, budget=budget)
-    else:
-        document = parser(data, ext or _DEFAULT_EXT.get(family, ""))
+    label = ext or _DEFAULT_EXT.get(family, "")
+    try:
+        if family == "zip":
+            document = parser(data, ext or ".zip", depth=depth, budget=budget)
+        else:
+            document = parser(data, label)
+    except ParseError:
+        raise
+    except MemoryError:
+        raise ParseError(f"This {label} file is too large to parse in memory. Split it into smaller "
+                         "files and upload them separately.") from None
+    except Exception as exc:  # noqa: BLE001 - a library choking on a malformed file
+        logger.warning("%s parser failed unexpectedly: %s", family, type(exc).__name__, exc_info=True)
+        raise ParseError(f"Could not read this {label} file ({type(exc).__name__}); it may be damaged. "
+                         "Open it in the program that made it, save it again, then upload it.") from exc
     return _finalise(document)
 
 

@@ -39,7 +39,7 @@ _ENCODING_ALIASES = {
 _MULTIBYTE = {"gb18030", "big5hkscs", "cp932", "euc_jp", "euc-jp", "cp949", "utf-16", "utf-32",
               "iso2022_jp", "iso-2022-jp", "iso-2022-kr", "hz-gb-2312", "johab"}
 _MULTIBYTE_MIN_CONFIDENCE = 0.2
-_SINGLE_BYTE_MIN_CONFIDENCE = 0.6
+_SINGLE_BYTE_MIN_CONFIDENCE = 0.3
 _SAMPLE = 256 * 1024
 _MAX_JUNK_RATIO = 0.05
 
@@ -76,7 +76,8 @@ def _normalise_encoding(name: str) -> str:
 def _too_much_junk(text: str) -> bool:
     """Control / replacement characters above 5% of a sample (and more than a stray few)."""
     sample = text[:_SAMPLE]
-    junk = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r\x0c") or ch == "\ufffd")
+    junk = sum(1 for ch in sample
+               if (ch < " " and ch not in "\t\n\r\x0c") or ch == "\ufffd" or "\x80" <= ch <= "\x9f")
     return junk > max(3, _MAX_JUNK_RATIO * len(sample))
 
 
@@ -84,8 +85,9 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     """Decode bytes as text, or raise NotTextError.
 
     Order: BOM, a `declared` charset (HTML meta) if it decodes strictly, UTF-16 without BOM,
-    strict UTF-8, chardet (trusted only with enough confidence), strict GB18030; last resort the
-    best guess with replacement characters, rejected if that leaves too much junk."""
+    strict UTF-8, a confident chardet guess other than Chinese, strict GB18030 or Big5 (whichever
+    gives common characters), then chardet's weak guess / cp1252; last resort GB18030 with
+    replacement characters, rejected if that leaves too much junk."""
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             text = data[len(bom):].decode(encoding, errors="replace")
@@ -108,28 +110,76 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     except UnicodeDecodeError:
         pass
 
-    guess = ""
+    guess, confidence = _chardet(data)
+    chinese_guess = guess in ("gb18030", "big5hkscs")
+    if guess in _MULTIBYTE and not chinese_guess and confidence >= _MULTIBYTE_MIN_CONFIDENCE:
+        try:
+            return _check_text(data.decode(guess), label)
+        except UnicodeDecodeError:
+            pass
+    single_byte = bool(guess) and guess not in _MULTIBYTE and guess != "utf-8"
+    confident_single = single_byte and confidence >= _SINGLE_BYTE_MIN_CONFIDENCE
+    chinese = _chinese(data, prefer_big5=guess == "big5hkscs", min_score=0.8 if confident_single else 0.5)
+    if chinese is not None:
+        return _check_text(chinese, label)
+    for encoding in (guess if confident_single else "", "cp1252", guess):
+        if encoding:
+            try:
+                return _check_text(data.decode(encoding), label)
+            except UnicodeDecodeError:
+                pass
+    return _check_text(data.decode(guess or "gb18030", errors="replace"), label)
+
+
+def _chardet(data: bytes) -> tuple[str, float]:
     try:
         import chardet
 
         result = chardet.detect(data[:_SAMPLE])
-        guess = _normalise_encoding(result.get("encoding") or "")
-        confidence = result.get("confidence") or 0.0
     except Exception:  # noqa: BLE001 - detection is best effort
         logger.debug("chardet failed", exc_info=True)
-        confidence = 0.0
-    if guess and guess != "utf-8":
-        needed = _MULTIBYTE_MIN_CONFIDENCE if guess in _MULTIBYTE else _SINGLE_BYTE_MIN_CONFIDENCE
-        if confidence >= needed:
-            try:
-                return _check_text(data.decode(guess), label)
-            except UnicodeDecodeError:
-                pass
-    try:
-        return _check_text(data.decode("gb18030"), label)
-    except UnicodeDecodeError:
-        pass
-    return _check_text(data.decode(guess or "utf-8", errors="replace"), label)
+        return "", 0.0
+    return _normalise_encoding(result.get("encoding") or ""), result.get("confidence") or 0.0
+
+
+def _common_ratio(text: str, codec: str, common_leads: range) -> float:
+    """Share of the non-ASCII characters (in a sample) that are common characters of `codec`:
+    mojibake from the other Chinese encoding lands mostly on rare characters and symbols."""
+    sample = [ch for ch in text[:20000] if ord(ch) > 0x7F][:2000]
+    if not sample:
+        return 1.0
+    common = 0
+    for ch in sample:
+        try:
+            encoded = ch.encode(codec)
+        except UnicodeEncodeError:
+            continue
+        if len(encoded) == 2 and (encoded[0] in common_leads or 0xA1 <= encoded[0] <= 0xA3):
+            common += 1
+    return common / len(sample)
+
+
+_GB2312_HANZI = range(0xB0, 0xF8)
+_BIG5_COMMON = range(0xA4, 0xC7)
+
+
+def _chinese(data: bytes, *, prefer_big5: bool = False, min_score: float = 0.5) -> str | None:
+    """Strict GB18030 or Big5, whichever reads as common Chinese characters (GB18030 on a tie)."""
+    candidates: list[tuple[float, str]] = []
+    for codec, check, leads, bonus in (
+        ("gb18030", "gb2312", _GB2312_HANZI, 0.0),
+        ("big5hkscs", "big5", _BIG5_COMMON, 0.05 if prefer_big5 else -0.01),
+    ):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        candidates.append((_common_ratio(text, check, leads) + bonus, text))
+    if not candidates:
+        return None
+    score, text = max(candidates, key=lambda c: c[0])
+    # Latin-1/cp1252 text often decodes as GB18030 too, but into rare characters.
+    return text if score >= min_score else None
 
 
 def _binary_error(label: str) -> NotTextError:

@@ -53,6 +53,8 @@ def pptx_bytes() -> bytes:
     slide.shapes.title.text = "Quarterly Results"
     slide.placeholders[1].text_frame.text = "Revenue grew 12 percent"
     slide.notes_slide.notes_text_frame.text = "Mention the new region."
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(1)).text_frame.text = "Grouped remark"
 
     slide2 = presentation.slides.add_slide(presentation.slide_layouts[5])  # title only
     slide2.shapes.title.text = "Regional Table"

@@ -183,6 +183,7 @@ def test_pptx_slides_tables_notes():
     first, table = document.sections
     assert first.page == 1 and first.headings == ("Quarterly Results",)
     assert "Revenue grew 12 percent" in first.text
+    assert "Grouped remark" in first.text  # text inside a group shape
     assert first.text.endswith("Notes: Mention the new region.")
     assert table.page == 2 and table.headings == ("Regional Table",) and table.is_table
     assert table.text.splitlines()[0] == "| Region | Sales |"
@@ -255,6 +256,14 @@ def test_big5_text():
 ])
 def test_short_texts_in_legacy_encodings(text, encoding):
     assert parse_file(text.encode(encoding), KEY + ".txt").text == text
+
+
+def test_utf8_cut_inside_last_character_or_with_a_stray_bad_byte():
+    text = "中文内容，" * 400
+    data = text.encode()
+    assert parse_file(data[:-1], KEY + ".txt").text == text[:-1]
+    damaged = data[:3000] + b"\xff" + data[3000:]
+    assert parse_file(damaged, KEY + ".txt").text.replace("\ufffd", "") == text
 
 
 def test_gb18030_only_characters():

@@ -28,9 +28,6 @@ def parse_file(data: bytes, filename: str, mime_type: str = "") -> Document:
     return parse_bytes(bytes(data), filename or "", mime_type or "")
 
 
-ParsedSection = tuple[str, "str | None", int, "int | None"]
-
-
 def document_from_parse_result(
     text: str,
     sections: Iterable[Sequence] = (),

@@ -26,12 +26,12 @@ def _shape_order(shape) -> tuple[int, int]:
 
 
 def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None) -> None:
-    from pptx.enum.shapes import MSO_SHAPE_TYPE
+    from pptx.shapes.group import GroupShape
 
     for shape in sorted(shapes, key=_shape_order):
         if skip_id is not None and shape.shape_id == skip_id:
             continue
-        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        if isinstance(shape, GroupShape):
             _walk(shape.shapes, texts, tables, skip_id)
         elif getattr(shape, "has_table", False) and shape.has_table:
             writer = TableWriter()

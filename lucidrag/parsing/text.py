@@ -105,10 +105,9 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     sample = data[:_SAMPLE]
     if sample.count(0) > max(3, 0.01 * len(sample)):
         raise _binary_error(label)
-    try:
-        return _check_text(data.decode("utf-8"), label)
-    except UnicodeDecodeError:
-        pass
+    utf8 = _mostly_utf8(data)
+    if utf8 is not None:
+        return _check_text(utf8, label)
 
     guess, confidence = _chardet(data)
     chinese_guess = guess in ("gb18030", "big5hkscs")
@@ -129,6 +128,24 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
             except UnicodeDecodeError:
                 pass
     return _check_text(data.decode(guess or "gb18030", errors="replace"), label)
+
+
+def _mostly_utf8(data: bytes) -> str | None:
+    """UTF-8, also when the file was cut inside its last character or has a rare bad byte
+    (at most one per thousand bytes: text in another encoding fails far more often)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(data) - 3:
+            try:
+                return data[: exc.start].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+    if len(data) < 1000:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    return text if bad * 1000 <= len(data) and len(text) < len(data) else None
 
 
 def _chardet(data: bytes) -> tuple[str, float]:
@@ -218,11 +235,6 @@ def looks_like_text(data: bytes) -> bool:
     except ParseError:
         return False
     return True
-
-
-def paragraphs(text: str) -> list[str]:
-    """Split on blank lines; keeps the text of each paragraph as written."""
-    return [p for p in (part.strip("\n") for part in text.split("\n\n")) if p.strip()]
 
 
 def parse_text(data: bytes, ext: str) -> Document:

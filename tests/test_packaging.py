@@ -1,0 +1,62 @@
+"""The plugin as LangBot loads it: manifest, component discovery, the built package."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from langbot_plugin.api.definition.components.manifest import ComponentManifest
+
+ROOT = Path(__file__).resolve().parent.parent
+LANGS = {"en_US", "zh_Hans", "zh_Hant", "ja_JP"}
+
+
+def load(path: str) -> dict:
+    return yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))
+
+
+def test_manifest_is_valid_for_the_sdk_and_declares_shared_runtime():
+    manifest = load("manifest.yaml")
+    parsed = ComponentManifest(owner="test", manifest=manifest, rel_path="manifest.yaml")
+    assert parsed.metadata.name == "lucid-rag"
+    assert LANGS <= set(manifest["metadata"]["label"]) and LANGS <= set(manifest["metadata"]["description"])
+    assert (ROOT / manifest["metadata"]["icon"]).is_file()
+    assert manifest["execution"]["sharedRuntime"] == "shared-runtime-v1"
+    assert manifest["execution"]["componentModel"] == "stateless-v1"
+    directory = manifest["spec"]["components"]["KnowledgeEngine"]["fromDirs"][0]["path"]
+    component = load(directory + "lucid_rag.yaml")
+    assert component["kind"] == "KnowledgeEngine"
+    assert (ROOT / directory / component["execution"]["python"]["path"]).is_file()
+
+
+def test_component_declares_ingestion_and_parsing():
+    from components.knowledge_engine.lucid_rag import LucidRag
+
+    assert set(LucidRag.get_capabilities()) == {"doc_ingestion", "doc_parsing"}
+
+
+def test_main_plugin_class_is_importable_as_the_manifest_says():
+    manifest = load("manifest.yaml")
+    sys.path.insert(0, str(ROOT))
+    module = __import__(Path(manifest["execution"]["python"]["path"]).stem)
+    plugin = getattr(module, manifest["execution"]["python"]["attr"])()
+    assert hasattr(plugin, "engine")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to list the shipped files")
+def test_built_package_ships_the_plugin_but_not_tests_or_benchmarks(tmp_path):
+    lbp = Path(sys.executable).with_name("lbp")
+    if not lbp.exists():
+        pytest.skip("lbp (langbot-plugin CLI) is not installed next to this python")
+    subprocess.run(["bash", str(ROOT / "scripts/build.sh")], check=True, capture_output=True,
+                   env={"LBP": str(lbp), "PATH": "/usr/bin:/bin"})
+    package = max((ROOT / "dist").glob("*.lbpkg"), key=lambda p: p.stat().st_mtime)
+    names = zipfile.ZipFile(package).namelist()
+    assert "manifest.yaml" in names and "lucidrag/engine.py" in names
+    assert "components/knowledge_engine/lucid_rag.py" in names
+    assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/", "docs/"))]

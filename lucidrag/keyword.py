@@ -33,7 +33,8 @@ API
     ``add(file_id, [(chunk_id, text)])``; ``add_tokenized(file_id, tokenized)``: (re)place the
     file's chunks (adding an existing ``file_id`` replaces it). ``remove(file_id) -> bool``.
     ``search(query, top_k, file_ids=None) -> [(chunk_id, score)]``: best first, scores > 0
-    only; ``file_ids`` restricts the results (corpus statistics stay global).
+    only; ``file_ids`` restricts the results (corpus statistics stay global). A query with more
+    than ``MAX_QUERY_TERMS`` (48) distinct terms is cut to its rarest 48 to bound latency.
     ``len(index)`` = live chunks; ``file_ids()``; ``file_id in index``; ``stats()``;
     ``compact()``; ``to_bytes()`` / ``BM25Index.from_bytes(blob)`` (``ValueError`` on garbage).
 ``normalise_scores(results)``
@@ -63,6 +64,7 @@ import sys
 import unicodedata
 import zlib
 from array import array
+from bisect import bisect_left as _bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import itemgetter
@@ -112,10 +114,6 @@ _EN_STOP = frozenset(
 _CJK_STOP_CHARS = frozenset("的了是在和与及或也就都而着之其这那个吗呢吧啊把被于")
 
 _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the cost
-
-
-def _is_hiragana(ch: str) -> bool:
-    return "\u3040" <= ch <= "\u309f"
 
 
 def _undouble(w: str) -> str:
@@ -175,47 +173,62 @@ def _simple_word(w: str, out: list[str]) -> None:
             out.extend(r for r in runs if r not in _EN_STOP)
 
 
-def _cjk_run(run: str, out: list[str], query: bool) -> None:
-    n = len(run)
-    if n == 1:
-        if run not in _CJK_STOP_CHARS:
-            out.append(run)
-        return
-    out.extend([run[i : i + 2] for i in range(n - 1)])
-    if not query and _DOC_CJK_UNIGRAMS:
-        out.extend([c for c in run if c not in _CJK_STOP_CHARS and not _is_hiragana(c)])
+def _word_tokens(tok: str) -> tuple[str, ...]:
+    """Terms of one Latin/digit match (a word or a code joined by - _ .)."""
+    if tok in _EN_STOP:
+        return ()
+    out: list[str] = []
+    if "-" in tok or "_" in tok or "." in tok:
+        if len(tok) <= _MAX_TOKEN_LEN:
+            out.append(tok)
+            joined = tok.replace("-", "").replace("_", "")
+            if joined != tok:
+                out.append(joined)
+        for part in _CONNECTOR_RE.split(tok):
+            _simple_word(part, out)
+    else:
+        _simple_word(tok, out)
+    return tuple(out)
 
 
-def tokenize(text: str, *, query: bool = False) -> list[str]:
-    """Index terms of ``text`` (see the module docstring). ``query=True`` for search strings."""
+# hiragana is mostly particles and inflections: no hiragana unigrams in documents
+_NO_DOC_UNIGRAM = _CJK_STOP_CHARS | frozenset(chr(c) for c in range(0x3040, 0x30A0))
+
+
+def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list[str]:
     if not text:
         return []
     text = unicodedata.normalize("NFKC", text).casefold()
     out: list[str] = []
+    extend = out.extend
+    unigrams = not query and _DOC_CJK_UNIGRAMS
     for m in _TOKEN_RE.finditer(text):
-        cjk = m.group(1)
-        if cjk is not None:
-            _cjk_run(cjk, out, query)
-            continue
-        tok = m.group(2)
-        if tok in _EN_STOP:
-            continue
-        if "-" in tok or "_" in tok or "." in tok:
-            if len(tok) <= _MAX_TOKEN_LEN:
-                out.append(tok)
-                joined = tok.replace("-", "").replace("_", "")
-                if joined != tok:
-                    out.append(joined)
-            for part in _CONNECTOR_RE.split(tok):
-                _simple_word(part, out)
+        run = m.group(1)
+        if run is None:
+            tok = m.group(2)
+            terms = cache.get(tok)
+            if terms is None:
+                terms = cache[tok] = _word_tokens(tok)
+            extend(terms)
+        elif len(run) == 1:
+            if run not in _CJK_STOP_CHARS:
+                out.append(run)
         else:
-            _simple_word(tok, out)
+            extend([run[i : i + 2] for i in range(len(run) - 1)])
+            if unigrams:
+                extend([c for c in run if c not in _NO_DOC_UNIGRAM])
     return out
+
+
+def tokenize(text: str, *, query: bool = False) -> list[str]:
+    """Index terms of ``text`` (see the module docstring). ``query=True`` for search strings."""
+    return _tokenize(text, query, {})
 
 
 def tokenize_chunks(chunks: Iterable[tuple[str, str]]) -> list[TokenizedChunk]:
     """``[(chunk_id, text)]`` → ``[(chunk_id, {token: tf})]`` in the same order."""
-    return [(cid, dict(Counter(tokenize(text)))) for cid, text in chunks]
+    cache: dict[str, tuple[str, ...]] = {}  # per call: words repeat within a file
+    return [(cid, dict(Counter(_tokenize(text, False, cache)))) for cid, text in chunks]
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,10 +291,22 @@ def _unwrap(blob: bytes, magic: bytes, what: str) -> bytes:
 _TF_BITS = 8
 _TF_MASK = (1 << _TF_BITS) - 1
 _MAX_SLOTS = 1 << (32 - _TF_BITS)  # 16.7M chunk slots per index
-_COMPACT_MIN_DEAD = 65_536
+_RENUMBER_MIN_DEAD = 65_536
+MAX_QUERY_TERMS = 48  # distinct query terms scored; longer queries keep their rarest terms
 
 if array("I").itemsize != 4:  # pragma: no cover - every CPython platform LucidRAG targets
     raise ImportError("lucidrag.keyword needs a 4-byte array('I')")
+
+
+def _runs(slots: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted slots → maximal half-open ranges [lo, hi)."""
+    out: list[tuple[int, int]] = []
+    for s in sorted(slots):
+        if out and out[-1][1] == s:
+            out[-1] = (out[-1][0], s + 1)
+        else:
+            out.append((s, s + 1))
+    return out
 
 
 class BM25Index:
@@ -290,19 +315,18 @@ class BM25Index:
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = float(k1)
         self.b = float(b)
+        # term -> packed postings (slot << 8 | tf), ascending by slot; an int when df == 1
         self._postings: dict[str, int | array] = {}
-        self._slot_chunk: list[str | None] = []
+        self._slot_chunk: list[str | None] = []  # None = slot of a removed chunk
         self._slot_len = array("I")
         self._slot_file = array("I")
-        self._alive = bytearray()
+        self._slot_terms = array("I")  # distinct terms per slot (posting count)
         self._files: dict[str, tuple[int, array]] = {}  # file_id -> (file number, slots)
         self._file_names: dict[int, str] = {}
         self._next_file = 0
         self._n = 0  # live chunks
         self._total_len = 0  # sum of live chunk lengths
-        self._live_postings = 0
-        self._dead_postings = 0
-        self._slot_terms = array("I")  # distinct terms per slot (for the posting counts)
+        self._n_postings = 0
 
     # -- mutation ------------------------------------------------------------------------
 
@@ -321,84 +345,114 @@ class BM25Index:
         self._next_file += 1
         slots = array("I")
         postings = self._postings
+        get = postings.get
+        _int, _array, mask = int, array, _TF_MASK
         for chunk_id, tfs in chunks:
-            slot = len(self._slot_chunk)
+            slot = len(self._slot_chunk)  # always above every slot in use: postings stay sorted
             slots.append(slot)
-            dl = 0
+            dl = sum(tfs.values())
             base = slot << _TF_BITS
             for term, tf in tfs.items():
-                dl += tf
-                packed = base | (tf if tf < _TF_MASK else _TF_MASK)
-                p = postings.get(term)
+                packed = base | (tf if tf < mask else mask)
+                p = get(term)
                 if p is None:
                     postings[term] = packed
-                elif type(p) is int:
-                    postings[term] = array("I", (p, packed))
+                elif p.__class__ is _int:
+                    postings[term] = _array("I", (p, packed))
                 else:
                     p.append(packed)
             self._slot_chunk.append(chunk_id)
             self._slot_len.append(dl)
             self._slot_file.append(fnum)
-            self._alive.append(1)
             self._slot_terms.append(len(tfs))
             self._n += 1
             self._total_len += dl
-            self._live_postings += len(tfs)
+            self._n_postings += len(tfs)
         self._files[file_id] = (fnum, slots)
         self._file_names[fnum] = file_id
 
     def remove(self, file_id: str) -> bool:
-        """Drop every chunk of ``file_id``; ``False`` if the file was not indexed."""
+        """Drop every chunk of ``file_id``; ``False`` if the file was not indexed.
+
+        Its postings are cut out at once (one pass over the term table; a file's slots are
+        contiguous, so each posting list loses one slice found by bisection), so df, N and
+        avgdl are exact immediately.
+        """
         entry = self._files.pop(file_id, None)
         if entry is None:
             return False
         fnum, slots = entry
         del self._file_names[fnum]
         for slot in slots:
-            self._alive[slot] = 0
             self._slot_chunk[slot] = None
             self._n -= 1
             self._total_len -= self._slot_len[slot]
-            self._live_postings -= self._slot_terms[slot]
-            self._dead_postings += self._slot_terms[slot]
-        if self._dead_postings > max(_COMPACT_MIN_DEAD, self._live_postings // 2):
+            self._n_postings -= self._slot_terms[slot]
+        if slots:
+            self._purge(_runs(slots))
+        dead = len(self._slot_chunk) - self._n
+        if dead > max(_RENUMBER_MIN_DEAD, 2 * self._n):
             self.compact()
         return True
 
+    def _purge(self, ranges: list[tuple[int, int]]) -> None:
+        bounds = [(lo << _TF_BITS, hi << _TF_BITS) for lo, hi in ranges]
+        gmin, gmax = bounds[0][0], bounds[-1][1]
+        single = len(bounds) == 1
+        postings = self._postings
+        drop: list[str] = []
+        shrunk: list[str] = []
+        _int, bl = int, _bisect_left
+        for term, p in postings.items():
+            if p.__class__ is _int:
+                if gmin <= p < gmax and (single or any(a <= p < b for a, b in bounds)):
+                    drop.append(term)
+                continue
+            if p[-1] < gmin or p[0] >= gmax:
+                continue
+            for a, b in bounds:
+                i = bl(p, a)
+                if i < len(p) and p[i] < b:
+                    del p[i : bl(p, b, i)]
+            if len(p) < 2:
+                shrunk.append(term)
+        for term in drop:
+            del postings[term]
+        for term in shrunk:
+            p = postings[term]
+            if p:
+                postings[term] = p[0]
+            else:
+                del postings[term]
+
     def compact(self) -> None:
-        """Purge dead postings and renumber slots densely (one pass over all postings)."""
+        """Reclaim the slots of removed chunks by renumbering (one pass over all postings).
+
+        Runs by itself when dead slots outnumber twice the live ones (and 65,536); dead slots
+        cost ~21 bytes each until then.
+        """
         if self._n == len(self._slot_chunk):
             return
-        alive = self._alive
-        remap = array("I", bytes(4 * len(alive)))
-        new = 0
-        for slot, ok in enumerate(alive):
-            if ok:
-                remap[slot] = new
-                new += 1
-        new_postings: dict[str, int | array] = {}
+        remap = array("I", bytes(4 * len(self._slot_chunk)))
+        keep: list[int] = []
+        for slot, cid in enumerate(self._slot_chunk):
+            if cid is not None:
+                remap[slot] = len(keep)
+                keep.append(slot)
+        bits, mask = _TF_BITS, _TF_MASK
         for term, p in self._postings.items():
-            if type(p) is int:
-                s = p >> _TF_BITS
-                if alive[s]:
-                    new_postings[term] = (remap[s] << _TF_BITS) | (p & _TF_MASK)
-                continue
-            kept = [(remap[v >> _TF_BITS] << _TF_BITS) | (v & _TF_MASK)
-                    for v in p if alive[v >> _TF_BITS]]
-            if len(kept) > 1:
-                new_postings[term] = array("I", kept)
-            elif kept:
-                new_postings[term] = kept[0]
-        self._postings = new_postings
-        keep = [s for s, ok in enumerate(alive) if ok]
+            if p.__class__ is int:
+                self._postings[term] = (remap[p >> bits] << bits) | (p & mask)
+            else:
+                self._postings[term] = array(
+                    "I", [(remap[v >> bits] << bits) | (v & mask) for v in p]
+                )
         self._slot_chunk = [self._slot_chunk[s] for s in keep]
-        self._slot_len = array("I", (self._slot_len[s] for s in keep))
-        self._slot_file = array("I", (self._slot_file[s] for s in keep))
-        self._slot_terms = array("I", (self._slot_terms[s] for s in keep))
-        self._alive = bytearray(b"\x01" * len(keep))
+        self._slot_len = array("I", [self._slot_len[s] for s in keep])
+        self._slot_file = array("I", [self._slot_file[s] for s in keep])
+        self._slot_terms = array("I", [self._slot_terms[s] for s in keep])
         for file_id, (fnum, slots) in self._files.items():
-            self._files[file_id] = (fnum, array("I", (remap[s] for s in slots)))
-        self._dead_postings = 0
+            self._files[file_id] = (fnum, array("I", [remap[s] for s in slots]))
 
     # -- queries -------------------------------------------------------------------------
 
@@ -409,6 +463,11 @@ class BM25Index:
 
         ``file_ids`` limits the results to those files (None = all); df, N and avgdl are always
         those of the whole index, so a chunk scores the same with or without the filter.
+
+        Exact top-k with MaxScore pruning: terms are scored rarest first; once the terms left
+        cannot lift an unseen chunk above the current k-th score, they are only looked up
+        (by bisection) for the chunks that can still make it, instead of scanning their long
+        posting lists.
         """
         if top_k <= 0 or self._n == 0:
             return []
@@ -417,9 +476,16 @@ class BM25Index:
             allowed = {self._files[f][0] for f in file_ids if f in self._files}
             if not allowed:
                 return []
-        terms = list(dict.fromkeys(tokenize(query, query=True)))
-        if not terms:
+        postings = self._postings
+        plist = []
+        for term in dict.fromkeys(tokenize(query, query=True)):
+            p = postings.get(term)
+            if p is not None:
+                plist.append((1 if p.__class__ is int else len(p), term, p))
+        if not plist:
             return []
+        plist.sort(key=itemgetter(0, 1))  # rarest first; ties by term: deterministic
+        del plist[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
         n = self._n
         k1 = self.k1
         k1p1 = k1 + 1.0
@@ -427,28 +493,51 @@ class BM25Index:
         coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
         lens = self._slot_len
         fileof = self._slot_file
-        alive = self._alive
-        has_dead = self._dead_postings > 0
+        bits, mask = _TF_BITS, _TF_MASK
+        weights = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * k1p1 for df, _, _ in plist]
+        rest = [0.0] * (len(plist) + 1)  # rest[i]: upper bound of terms i.. (tf/(tf+K) < 1)
+        for i in range(len(plist) - 1, -1, -1):
+            rest[i] = rest[i + 1] + weights[i]
         scores: dict[int, float] = {}
         get = scores.get
-        for term in terms:
-            p = self._postings.get(term)
-            if p is None:
-                continue
-            entries: Sequence[int] = (p,) if type(p) is int else p
-            if has_dead:
-                entries = [v for v in entries if alive[v >> _TF_BITS]]
-            df = len(entries)
-            if df == 0:
-                continue
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            w = idf * k1p1
+        i = 0
+        theta = 0.0
+        while i < len(plist):
+            if len(scores) >= top_k and i > 0:
+                theta = heapq.nlargest(top_k, scores.values())[-1]
+                if rest[i] < theta:
+                    break  # no unseen chunk can reach the top k any more
+            _, _, p = plist[i]
+            w = weights[i]
+            entries: Sequence[int] = (p,) if p.__class__ is int else p
             for v in entries:
-                s = v >> _TF_BITS
+                s = v >> bits
                 if allowed is not None and fileof[s] not in allowed:
                     continue
-                tf = v & _TF_MASK
+                tf = v & mask
                 scores[s] = get(s, 0.0) + w * tf / (tf + norm + coef * lens[s])
+            i += 1
+        for j in range(i, len(plist)):
+            # keep only chunks that can still reach theta; the others cannot enter the top k
+            scores = {s: sc for s, sc in scores.items() if sc + rest[j] >= theta}
+            _, _, p = plist[j]
+            w = weights[j]
+            if p.__class__ is int:
+                s = p >> bits
+                if s in scores:
+                    tf = p & mask
+                    scores[s] += w * tf / (tf + norm + coef * lens[s])
+            else:
+                hi = len(p)
+                for s in scores:
+                    k = _bisect_left(p, s << bits, 0, hi)
+                    if k < hi:
+                        v = p[k]
+                        if v >> bits == s:
+                            tf = v & mask
+                            scores[s] += w * tf / (tf + norm + coef * lens[s])
+            if len(scores) >= top_k:
+                theta = max(theta, heapq.nlargest(top_k, scores.values())[-1])
         if not scores:
             return []
         best = heapq.nlargest(top_k, scores.items(), key=itemgetter(1))
@@ -465,13 +554,13 @@ class BM25Index:
         return set(self._files)
 
     def stats(self) -> dict[str, float]:
-        """Counts for logging: chunks, files, terms, live/dead postings, avgdl."""
+        """Counts for logging: chunks, files, terms, postings, dead (reclaimable) slots, avgdl."""
         return {
             "chunks": self._n,
             "files": len(self._files),
             "terms": len(self._postings),
-            "postings": self._live_postings,
-            "dead_postings": self._dead_postings,
+            "postings": self._n_postings,
+            "dead_slots": len(self._slot_chunk) - self._n,
             "avgdl": self._total_len / self._n if self._n else 0.0,
         }
 
@@ -479,6 +568,7 @@ class BM25Index:
     # LRBM, version byte, zlib( u32 header length, header JSON, postings ). The header holds
     # k1, b, per-slot chunk id / file index / length / distinct-term count, file ids, terms and
     # each term's posting count; postings are the concatenated little-endian uint32 entries.
+    # zlib's checksum rejects a damaged blob; the structure is checked on load.
 
     def to_bytes(self) -> bytes:
         """Serialise the whole index (compacts it first)."""
@@ -490,7 +580,7 @@ class BM25Index:
         parts = array("I")
         for term in terms:
             p = self._postings[term]
-            if type(p) is int:
+            if p.__class__ is int:
                 parts.append(p)
                 counts.append(1)
             else:
@@ -511,7 +601,7 @@ class BM25Index:
         }
         hb = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         body = struct.pack("<I", len(hb)) + hb + parts.tobytes()
-        return _INDEX_MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(body, 6)
+        return _INDEX_MAGIC + bytes([FORMAT_VERSION]) + zlib.compress(body, 1)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> BM25Index:
@@ -557,7 +647,6 @@ class BM25Index:
         idx._slot_len = array("I", lens)
         idx._slot_terms = array("I", nterms)
         idx._slot_file = array("I", file_of)
-        idx._alive = bytearray(b"\x01" * nslots)
         file_slots: list[array] = [array("I") for _ in files]
         for slot, fi in enumerate(file_of):
             file_slots[fi].append(slot)  # IndexError → ValueError above
@@ -573,7 +662,7 @@ class BM25Index:
         idx._postings = postings
         idx._n = nslots
         idx._total_len = sum(idx._slot_len)
-        idx._live_postings = len(parts)
+        idx._n_postings = len(parts)
         if sum(idx._slot_terms) != len(parts):
             raise ValueError("posting counts do not match the chunks")
         return idx

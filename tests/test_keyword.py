@@ -253,10 +253,12 @@ def test_remove_really_removes_and_stats_match_fresh_index():
     fresh = build({k: v for k, v in CORPUS.items() if k != "f-misc"})
     _assert_same_results(idx, fresh, QUERIES)
     assert idx.stats()["avgdl"] == pytest.approx(fresh.stats()["avgdl"])
-    # and after compaction too
-    idx.compact()
-    assert idx.stats()["dead_postings"] == 0
     assert idx.stats()["postings"] == fresh.stats()["postings"]
+    assert idx.stats()["terms"] == fresh.stats()["terms"]
+    # and after compaction (slot renumbering) too
+    assert idx.stats()["dead_slots"] == 3
+    idx.compact()
+    assert idx.stats()["dead_slots"] == 0
     _assert_same_results(idx, fresh, QUERIES)
 
 
@@ -282,7 +284,7 @@ def test_remove_everything_and_reuse():
 
 @pytest.mark.parametrize("min_dead", [0, 65_536])
 def test_churn_compacts_and_keeps_results(monkeypatch, min_dead):
-    monkeypatch.setattr("lucidrag.keyword._COMPACT_MIN_DEAD", min_dead)
+    monkeypatch.setattr("lucidrag.keyword._RENUMBER_MIN_DEAD", min_dead)
     idx = BM25Index()
     docs = {f"f{i}": [(f"f{i}-c{j}", f"word{i} common term{j} 图书{i}") for j in range(50)]
             for i in range(40)}
@@ -291,7 +293,8 @@ def test_churn_compacts_and_keeps_results(monkeypatch, min_dead):
             idx.add(fid, chunks)
     assert len(idx) == 2000
     st = idx.stats()
-    assert st["dead_postings"] <= max(min_dead, st["postings"] // 2)  # memory stays bounded
+    assert st["dead_slots"] <= max(min_dead, 2 * st["chunks"])  # memory stays bounded
+    assert st["postings"] == sum(len(set(tokenize(t))) for c in docs.values() for _, t in c)
     fresh = build(docs)
     _assert_same_results(idx, fresh, ["common", "word3 term7", "图书", "term49"])
     idx.compact()
@@ -390,3 +393,60 @@ def test_decode_tokenized_garbage_raises_value_error(blob):
 def test_normalise_scores():
     assert normalise_scores([]) == []
     assert normalise_scores([("a", 4.0), ("b", 1.0)]) == [("a", 1.0), ("b", 0.25)]
+
+
+def test_very_long_query_keeps_its_rarest_terms():
+    idx = build()
+    unknown = " ".join(f"word{i}" for i in range(200))  # terms not in the index are dropped
+    assert ids(idx.search(unknown + " zebra", 5)) == ["x3"]
+    many = " ".join(f"qq{chr(97 + i // 26)}{chr(97 + i % 26)}k" for i in range(47))
+    many += " router product zebra"
+    assert len(set(tokenize(many, query=True))) == 50
+    idx.add("long", [("L", many)])
+    # 50 indexed terms: the rarest 48 are kept; router (df 4) and product (df 3) go, zebra stays
+    res = ids(idx.search(many, 10))
+    assert res[0] == "L" and "x3" in res and "m1" not in res
+
+
+def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0.75):
+    """Textbook BM25 over every chunk, for checking the pruned search."""
+    n = len(docs)
+    avgdl = sum(sum(tf.values()) for _, tf in docs) / n
+    out = {}
+    for term in dict.fromkeys(tokenize(query, query=True)):
+        df = sum(1 for _, tf in docs if term in tf)
+        if not df:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for cid, tfs in docs:
+            if term in tfs:
+                tf, dl = min(tfs[term], 255), sum(tfs.values())
+                out[cid] = out.get(cid, 0.0) + idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    return out
+
+
+def test_pruned_search_equals_brute_force_bm25():
+    import random
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(300)] + list("天地玄黄宇宙洪荒日月盈昃辰宿列张")
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    chunks = []
+    for i in range(600):
+        words = rng.choices(vocab, weights, k=rng.randint(3, 40))
+        chunks.append((f"c{i}", " ".join(w if w.isascii() else w + w for w in words)))
+    idx = BM25Index()
+    for f in range(0, 600, 25):
+        idx.add(f"f{f}", chunks[f : f + 25])
+    idx.remove("f100")
+    idx.add("f100", chunks[100:125])  # slots now out of file order
+    docs = tokenize_chunks(chunks)
+    for _ in range(60):
+        q = " ".join(rng.choices(vocab, weights, k=rng.randint(1, 6)))
+        want = _brute_force(docs, q)
+        for k in (1, 5, 20):
+            got = idx.search(q, k)
+            expected = sorted(want.values(), reverse=True)[:k]
+            assert [s for _, s in got] == pytest.approx(expected, rel=1e-9), q
+            for cid, s in got:
+                assert s == pytest.approx(want[cid], rel=1e-9)

@@ -87,12 +87,12 @@ stop_all() {
 STOPPING=0
 on_exit() {
   local rc=$?
-  trap - EXIT INT TERM HUP
+  trap - EXIT HUP
+  trap '' INT TERM PIPE  # a second Ctrl-C or a closed terminal must not cut the cleanup short
   STOPPING=1
-  echo
-  say "stopping LangBot, the plugin runtime, lbp run$( [ "$OFFLINE" = 1 ] && echo " and the embedder")..."
+  { echo; say "stopping LangBot, the plugin runtime, lbp run$( [ "$OFFLINE" = 1 ] && echo " and the embedder")..."; } 2>/dev/null || true
   stop_all
-  say "stopped. Data kept in $DATA (delete the folder to start afresh)."
+  say "stopped. Data kept in $DATA (delete the folder to start afresh)." 2>/dev/null || true
   exit "$rc"
 }
 trap on_exit EXIT

@@ -262,7 +262,16 @@ def upload_files(api: Api, kb: KB, files: list[dict], timeout_s: float) -> None:
         if not R.check(f"[{kb.label}] upload {name} ({size} B)", ok, "" if ok else f"HTTP {s} {short(b)}"):
             continue
         upload_id = b["data"]["file_id"]
-        s, b = api.call("POST", f"/api/v1/knowledge/bases/{kb.uuid}/files", {"file_id": upload_id})
+        t_add = time.time()
+        while True:
+            s, b = api.call("POST", f"/api/v1/knowledge/bases/{kb.uuid}/files", {"file_id": upload_id})
+            # the host admits at most 8 running ingestions per workspace (HTTP 429); a client retries
+            if s != 429 or time.time() - t_add > 120:
+                break
+            time.sleep(1)
+        if time.time() - t_add > 1:
+            R.note(f"adding {name} was refused with HTTP 429 task_capacity_exceeded for {time.time() - t_add:.0f}s "
+                   "(8 ingestions already running in the workspace); retried")
         if not R.check(f"[{kb.label}] add {name} to the KB", ok_body(s, b), "" if ok_body(s, b) else f"HTTP {s} {short(b)}"):
             continue
         kb.files[name] = {"path": path, "upload_id": upload_id, "task_id": (b.get("data") or {}).get("task_id"),

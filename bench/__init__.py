@@ -1,0 +1,1 @@
+"""Retrieval benchmark support: vendored test collections, offline embedders, embedding cache."""

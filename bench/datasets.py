@@ -14,6 +14,7 @@ corpus.jsonl.gz, queries.jsonl.gz, qrels.tsv.gz):
   2. bench/data/<name>/                      (in this repo)
   3. <repo>/../shared/bench/data/<name>/     (the project's shared/ folder beside the clone)
   4. /work/shared/bench/data/<name>/
+  5. ~/.cache/lucidrag-bench/data/<name>/    (a machine-local copy)
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def _candidate_dirs(name: str) -> list[Path]:
     dirs.append(_BENCH / "data" / name)
     dirs.append(_REPO.parent / "shared" / "bench" / "data" / name)
     dirs.append(Path("/work/shared/bench/data") / name)
+    dirs.append(Path.home() / ".cache" / "lucidrag-bench" / "data" / name)
     return dirs
 
 

@@ -40,17 +40,26 @@ API
 ``normalise_scores(results)``
     Divide by the best score: BM25 → (0, 1], for weighted fusion with vector scores.
 
-Index layout (memory)
----------------------
+Index layout and costs
+----------------------
 No chunk text is kept. ``term -> postings`` where postings is a single ``int`` for a term that
 occurs in one chunk (most terms, by Zipf) or an ``array('I')`` otherwise; each entry packs
-``slot << 8 | min(tf, 255)`` (BM25 saturates long before tf 255). Per slot: chunk id, length
-(``array('I')``), file number (``array('I')``), alive flag (``bytearray``). Removing a file only
-clears its slots' alive flags and subtracts their lengths: N and avgdl are exact at once, and df
-is counted over live postings at query time, so scores equal those of an index built fresh from
-the remaining files. Dead postings are purged by ``compact()``, which runs automatically once
-they outnumber half the live postings (cost: one pass over all postings), and before
-``to_bytes()``.
+``slot << 8 | min(tf, 255)`` (BM25 saturates long before tf 255), ascending by slot. Per slot:
+chunk id, length, file number and distinct-term count (``array('I')``). A file's chunks get
+consecutive new slots, so every posting list stays sorted.
+
+* ``remove`` cuts the file's slice out of every posting list it overlaps (one pass over the term
+  table, bisection + ``del`` per list): df, N and avgdl are exact at once, so scores equal those
+  of an index built fresh from the remaining files. Removed slots cost ~21 bytes each until
+  ``compact()`` renumbers (automatic once they exceed both 65,536 and twice the live chunks).
+* ``search`` is exact BM25 top-k with MaxScore pruning: terms are scored rarest first, and once
+  the remaining terms cannot lift an unseen chunk above the current k-th score, they are only
+  looked up by bisection for the chunks that can still make it. Corpus statistics are global
+  even when ``file_ids`` filters the results.
+* Tokens are case-folded, so the index is too; idf = ln(1 + (N - df + 0.5) / (df + 0.5)) > 0.
+* A chunk's length (for BM25's length normalisation) does not count single CJK characters:
+  the document-side unigrams add recall for one-character queries without changing the
+  ranking of any other query, which scores exactly as on a bigram-only index.
 """
 
 from __future__ import annotations
@@ -350,7 +359,7 @@ class BM25Index:
         for chunk_id, tfs in chunks:
             slot = len(self._slot_chunk)  # always above every slot in use: postings stay sorted
             slots.append(slot)
-            dl = sum(tfs.values())
+            dl = sum([tf for t, tf in tfs.items() if len(t) > 1 or t < "\u1100"])
             base = slot << _TF_BITS
             for term, tf in tfs.items():
                 packed = base | (tf if tf < mask else mask)

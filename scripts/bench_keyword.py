@@ -175,11 +175,13 @@ def measure(n_chunks: int, n_queries: int, seed: int) -> None:
     del again
 
     lat = []
+    by_kind: dict[str, list[float]] = {}
     hits = total = 0
-    for q, cid in queries:
+    for i, (q, cid) in enumerate(queries):
         t0 = time.perf_counter()
         res = idx.search(q, 10)
         lat.append((time.perf_counter() - t0) * 1000)
+        by_kind.setdefault(("english", "chinese", "code", "mixed")[i % 4], []).append(lat[-1])
         if cid:
             total += 1
             hits += cid in [c for c, _ in res]
@@ -187,6 +189,9 @@ def measure(n_chunks: int, n_queries: int, seed: int) -> None:
     p95 = lat[int(0.95 * (len(lat) - 1))]
     print(f"search top-10: p50 {statistics.median(lat):.2f} ms, p95 {p95:.2f} ms, "
           f"max {lat[-1]:.2f} ms over {len(lat)} queries; known-item hit@10 {hits}/{total}")
+    print("  by kind (p50/p95 ms): " + ", ".join(
+        f"{k} {statistics.median(v):.2f}/{sorted(v)[int(0.95 * (len(v) - 1))]:.2f}"
+        for k, v in by_kind.items()))
     one_char = [q for q in "".join(corpus.zh[:200]) if q not in keyword._CJK_STOP_CHARS][:50]
     found = sum(1 for q in one_char if idx.search(q, 1))
     print(f"single-character queries with a hit: {found}/{len(one_char)}")

@@ -411,7 +411,11 @@ def test_very_long_query_keeps_its_rarest_terms():
 def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0.75):
     """Textbook BM25 over every chunk, for checking the pruned search."""
     n = len(docs)
-    avgdl = sum(sum(tf.values()) for _, tf in docs) / n
+
+    def length(tfs):  # single CJK characters do not count towards a chunk's length
+        return sum(tf for t, tf in tfs.items() if len(t) > 1 or t.isascii())
+
+    avgdl = sum(length(tf) for _, tf in docs) / n
     out = {}
     for term in dict.fromkeys(tokenize(query, query=True)):
         df = sum(1 for _, tf in docs if term in tf)
@@ -420,7 +424,7 @@ def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
         for cid, tfs in docs:
             if term in tfs:
-                tf, dl = min(tfs[term], 255), sum(tfs.values())
+                tf, dl = min(tfs[term], 255), length(tfs)
                 out[cid] = out.get(cid, 0.0) + idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
     return out
 
@@ -450,3 +454,12 @@ def test_pruned_search_equals_brute_force_bm25():
             assert [s for _, s in got] == pytest.approx(expected, rel=1e-9), q
             for cid, s in got:
                 assert s == pytest.approx(want[cid], rel=1e-9)
+
+
+def test_doc_unigrams_do_not_change_ranking_of_bigram_queries(monkeypatch):
+    with_uni = build()
+    monkeypatch.setattr("lucidrag.keyword._DOC_CJK_UNIGRAMS", False)
+    without = build()
+    _assert_same_results(with_uni, without, ["图书馆", "天气 散步", "北京大学", "router 上海"])
+    assert without.search("书", 3) == []  # what the unigrams are for
+    assert ids(with_uni.search("书", 3)) == ["z1"]

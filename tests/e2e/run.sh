@@ -45,7 +45,7 @@ log "run dir: $RUN"
 # attach a copy, so the caller's tree gets no .env, data or caches
 tar -C "$PLUGIN_DIR" --exclude=./.git --exclude='./.venv*' --exclude=./venv --exclude=__pycache__ \
     --exclude=./.env --exclude=node_modules --exclude=./data --exclude=./.dev --exclude=./tests \
-    --exclude=./.pytest_cache -cf - . | tar -C "$RUN/plugin" -xf -
+    --exclude=./.pytest_cache --exclude=./bench -cf - . | tar -C "$RUN/plugin" -xf -
 
 NS_PID=""
 cleanup() {

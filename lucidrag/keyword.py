@@ -24,6 +24,8 @@ API
       inside a longer run. Queries use only bigrams for runs of two or more characters, so a
       query never touches the long postings of common single characters.
 
+``stem(word) -> str``
+    The suffix stripper alone (lower-case ASCII word in, index key out).
 ``tokenize_chunks(chunks) -> list[TokenizedChunk]``
     ``[(chunk_id, text)] -> [(chunk_id, {token: tf})]``; what ``add_tokenized`` takes.
 ``encode_tokenized(chunks) -> bytes`` / ``decode_tokenized(blob) -> list[TokenizedChunk]``
@@ -84,6 +86,7 @@ __all__ = [
     "decode_tokenized",
     "encode_tokenized",
     "normalise_scores",
+    "stem",
     "tokenize",
     "tokenize_chunks",
 ]
@@ -553,6 +556,16 @@ class BM25Index:
         chunk = self._slot_chunk
         return [(chunk[s], sc) for s, sc in best if sc > 0.0]  # type: ignore[misc]
 
+    def term_weights(self, query: str) -> dict[str, float]:
+        """BM25 idf of each distinct query term; a term no chunk contains gets the largest idf."""
+        n = self._n
+        weights: dict[str, float] = {}
+        for term in dict.fromkeys(tokenize(query, query=True)):
+            p = self._postings.get(term)
+            df = 0 if p is None else 1 if p.__class__ is int else len(p)
+            weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return weights
+
     def __len__(self) -> int:
         return self._n
 
@@ -675,6 +688,16 @@ class BM25Index:
         if sum(idx._slot_terms) != len(parts):
             raise ValueError("posting counts do not match the chunks")
         return idx
+
+
+def coverage(weights: dict[str, float], text: str) -> float:
+    """Share (0-1) of the query's idf weight (`BM25Index.term_weights`) whose terms occur in
+    `text`: an absolute keyword-match strength, unlike BM25, which has no upper bound."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0
+    present = set(tokenize(text))
+    return sum(w for term, w in weights.items() if term in present) / total
 
 
 def normalise_scores(results: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:

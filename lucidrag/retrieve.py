@@ -15,6 +15,7 @@ from .filters import matches
 from .fusion import Candidate, Fused, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState, save_metric
+from .keyword import coverage
 from .records import ChunkRecord
 from .scoring import Metric, calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
@@ -103,16 +104,18 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
 
 
 def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
+    """BM25 ranks; the reported score is the query-term coverage (0-1), see keyword.coverage."""
     hits = state.index.search(request.query, top_k=pool * 3 if request.where else pool)
+    weights = state.index.term_weights(request.query)
     out: list[Candidate] = []
-    for chunk_id, score in hits:
+    for chunk_id, _bm25 in hits:
         chunk = state.chunks.get(chunk_id)
         if chunk is None:
             continue
         record = state.files.get(chunk.file_id)
         if request.where and not matches(request.where, chunk.metadata(record.format if record else "")):
             continue
-        out.append(Candidate(chunk_id, clip01(score)))
+        out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text))))
         if len(out) >= pool:
             break
     return out

@@ -122,3 +122,34 @@ async def test_rerank_reorders_candidates_and_its_score_is_reported(harness: Har
     assert "Bananas" in response.results[0].content[0].text
     assert response.results[0].score == pytest.approx(0.9)
     assert host.calls["invoke_rerank"] == 1
+
+
+def test_keyword_coverage_is_the_idf_weighted_share_of_query_terms_present():
+    from lucidrag.keyword import BM25Index, coverage
+
+    index = BM25Index()
+    index.add("f", [("1", "rare widget alpha"), ("2", "common text"), ("3", "common words")])
+    weights = index.term_weights("rare common")
+    assert weights["rar"] > weights["common"]  # rarer term weighs more (terms are stemmed)
+    assert coverage(weights, "rare widget") == pytest.approx(weights["rar"] / sum(weights.values()))
+    assert coverage(weights, "rare common") == pytest.approx(1.0)
+    assert coverage(weights, "nothing here") == 0.0
+
+
+def test_term_weights_after_remove_equal_a_fresh_index():
+    from lucidrag.keyword import BM25Index
+
+    a, b = BM25Index(), BM25Index()
+    a.add("x", [("1", "apple pear"), ("2", "apple plum")])
+    a.add("y", [("3", "apple fig")])
+    a.remove("x")
+    b.add("y", [("3", "apple fig")])
+    assert a.term_weights("apple pear fig") == pytest.approx(b.term_weights("apple pear fig"))
+
+
+async def test_keyword_mode_scores_a_full_match_as_one(harness: Harness):
+    await harness.ingest(KB, "codes.txt", b"Error code E-4411 means the pump overheated.")
+    await harness.ingest(KB, "other.txt", b"The pump manual covers cleaning.")
+    response = await harness.retrieve(KB, "E-4411 pump overheated", settings={"search_mode": "keyword"})
+    assert response.results[0].score == pytest.approx(1.0)
+    assert 0.0 < response.results[-1].score < 1.0

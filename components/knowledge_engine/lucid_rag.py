@@ -75,7 +75,7 @@ class LucidRag(KnowledgeEngine):
                 self.engine.ingest(self.plugin, self._installation_id(), request), INGEST_TIMEOUT_S
             )
         except LucidRagError as error:
-            logger.info("kb=%s doc=%s: ingest failed: %s", context.knowledge_base_id, document_id, error)
+            logger.warning("kb=%s doc=%s: ingest failed: %s", context.knowledge_base_id, document_id, error)
             return _failed(document_id, str(error))
         except asyncio.TimeoutError:
             return _failed(document_id, f"Processing took longer than {int(INGEST_TIMEOUT_S)} s and was "

@@ -77,12 +77,14 @@ class Engine:
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed."""
         state = self.installation(installation_id).kb(kb_id)
-        try:
-            await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
-        except Exception as error:  # noqa: BLE001
-            raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
-        state.drop(document_id)
-        await RecordStore(host).delete(kb_id, document_id)
+        # Under the KB lock, so a first load running concurrently cannot bring the record back.
+        async with state.lock:
+            try:
+                await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+            except Exception as error:  # noqa: BLE001
+                raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
+            state.drop(document_id)
+            await RecordStore(host).delete(kb_id, document_id)
         logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
 
     async def delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> int:

@@ -83,11 +83,14 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordSto
             "vector database in LangBot's settings and upload the file again."
         ) from error
 
-    saved = await store.save(request.kb_id, record)
-    if state.loaded:
-        state.put(record)
-        if not saved:
-            state.unsaved.add(record.file_id)
+    # Under the KB lock: a concurrent first load either sees the saved record or finishes first
+    # and is then updated here, so the new file is never missing from the keyword index.
+    async with state.lock:
+        saved = await store.save(request.kb_id, record)
+        if state.loaded:
+            state.put(record)
+            if not saved:
+                state.unsaved.add(record.file_id)
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
     return IngestOutcome(len(record.chunks), record.format, saved)

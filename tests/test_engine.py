@@ -209,3 +209,26 @@ async def test_ingest_of_a_real_docx_pptx_xlsx_pdf_end_to_end(harness: Harness, 
         assert result.status == DocumentStatus.COMPLETED, (name, result.error_message)
     hit = (await harness.retrieve(KB, "pears"))
     assert any(r.metadata["page"] == 2 and "pears" in r.content[0].text for r in hit.results)
+
+
+async def test_ingest_and_delete_racing_a_first_load_stay_consistent(harness: Harness, host):
+    old = await harness.ingest(KB, "tea.txt", TEA)
+    fresh = Harness(type(host)())  # a restarted process: the next query loads state from storage
+    fresh.host.collections, fresh.host.storage, fresh.host.files = host.collections, host.storage, host.files
+    slow_get = fresh.host.get_plugin_storage
+
+    async def slow(key):  # the value is read, then the load stalls before using it
+        value = await slow_get(key)
+        await asyncio.sleep(0.05)
+        return value
+
+    fresh.host.get_plugin_storage = slow  # type: ignore[method-assign]
+    load = asyncio.create_task(fresh.retrieve(KB, "warm-up"))
+    await asyncio.sleep(0.01)
+    new, deleted = await asyncio.gather(fresh.ingest(KB, "solar.txt", SOLAR),
+                                        fresh.component.delete_document(KB, old.document_id))
+    await load
+    assert deleted is True
+    keyword = await fresh.texts(KB, "Tieguanyin solar kilowatts", settings={"search_mode": "keyword"})
+    assert any("kilowatts" in t for t in keyword)
+    assert not any("Tieguanyin" in t for t in keyword)

@@ -17,7 +17,7 @@ from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState, save_metric
 from .keyword import coverage
 from .records import ChunkRecord
-from .scoring import Metric, calibrate, clip01, cosine, cosine_from_distance, guess_metric
+from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
 
 logger = logging.getLogger(__name__)

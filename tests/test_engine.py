@@ -12,8 +12,8 @@ from tests import samples
 from tests.conftest import Harness
 
 KB = "kb-11111111"
-TEA = "Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian.".encode()
-SOLAR = "The solar array on building C produces 42 kilowatts at noon in June.".encode()
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
 ZH_TEA = "龙井茶产自杭州西湖，属于绿茶。铁观音产自福建安溪，属于乌龙茶。".encode("gbk")
 
 

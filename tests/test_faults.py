@@ -10,7 +10,7 @@ import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from tests import samples
-from tests.conftest import FakePlugin, Harness
+from tests.conftest import Harness
 from tests.fakes import ActionCallTimeoutError, hash_embed
 from tests.test_engine import KB, SOLAR, long_text
 

@@ -88,11 +88,11 @@ async def measure() -> None:
 
 
 def boundaries() -> None:
-    settings = parse_creation_settings({"embedding_model_uuid": "m", "chunk_size": 120, "chunk_overlap": 0})
+    settings = parse_creation_settings({"embedding_model_uuid": "m", "chunk_size": 80, "chunk_overlap": 0})
     for name, text in (("Chinese sample", ZH_SAMPLE), ("English sample", EN_SAMPLE)):
         document = parse_file(text.encode(), "sample.md")
         chunks = chunk_document(document, settings).chunks
-        print(f"\n## {name}: {len(text)} characters → {len(chunks)} chunks (chunk_size=120, overlap=0)\n")
+        print(f"\n## {name}: {len(text)} characters → {len(chunks)} chunks (chunk_size=80, overlap=0)\n")
         for chunk in chunks[:6]:
             body = chunk.text.replace("\n", " ")
             print(f"- [{chunk.heading}] {len(chunk.text):3d} chars: …{body[-28:]!r}")

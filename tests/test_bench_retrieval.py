@@ -1,0 +1,72 @@
+"""Smoke test of scripts/bench_retrieval.py's core on a 20-document synthetic set with the hash
+embedder, so CI covers the benchmark's code path without the benchmark venv (no numpy, no models)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+
+from tests.fakes import hash_embed
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_retrieval.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_retrieval", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_retrieval"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _embed(texts):
+    return [hash_embed(t) for t in texts]
+
+
+def test_metrics_hand_checked():
+    br = _load()
+    ndcg, recall, mrr = br.metrics(["a", "b", "c"], {"b": 1})
+    assert abs(ndcg - 1 / 1.5849625) < 1e-6  # log2(3)
+    assert recall == 1.0 and mrr == 0.5
+    assert br.metrics(["x"] * 0, {"b": 1}) == (0.0, 0.0, 0.0)
+    ndcg, recall, mrr = br.metrics(["a", "b", "c", "d", "e", "f"], {"a": 1, "f": 1})
+    assert recall == 0.5 and mrr == 1.0
+
+
+def test_core_runs_every_configuration_on_a_tiny_set():
+    br = _load()
+    corpus = {f"d{i}": (f"Part {i}", f"Widget PX-{100 + i} is a bracket number {i} for line {i % 3}. " * 4)
+              for i in range(20)}
+    queries = {f"q{i}": f"bracket PX-{100 + i}" for i in range(20)}
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(20)}
+    recorded = []
+    results, bench = asyncio.run(br.evaluate(corpus, queries, qrels, _embed, _embed,
+                                             prewarm=recorded.extend))
+    assert [r.config.name for r in results] == [c.name for c in br.CONFIGS]
+    assert recorded and len(recorded) == len(set(recorded))  # the dry run saw the texts to embed
+    assert set(bench.chunks) == {"naive", "lucid"} and all(n >= 20 for n in bench.chunks.values())
+    by = {r.config.name: r for r in results}
+    assert by["keyword"].ndcg10 > 0.9  # the code names the doc exactly
+    for r in results:
+        assert 0.0 <= r.ndcg10 <= 1.0 and 0.0 <= r.recall5 <= 1.0 and 0.0 <= r.mrr10 <= 1.0
+        assert r.engine_ms >= 0.0 and r.n_queries == 20
+    assert by["keyword"].calls_per_query == 0  # BM25 is ours: no host round trip
+    assert by["vector"].calls_breakdown.get("vector_search") == 1.0
+    assert by["hybrid"].calls_breakdown == {"invoke_embedding": 1.0, "vector_search": 1.0}
+    table = br.markdown_table(results)
+    assert table.count("\n") == len(results) + 1 and "nDCG@10" in table
+
+
+def test_subsample_keeps_judged_docs():
+    br = _load()
+
+    class DS:
+        corpus = {f"d{i}": ("", f"text {i}") for i in range(50)}
+        queries = {f"q{i}": f"q {i}" for i in range(10)}
+        qrels = {f"q{i}": {f"d{i * 5}": 1} for i in range(10)}
+
+    corpus, queries, qrels = br.subsample(DS, 4, 12, seed=1)
+    assert len(queries) == 4 and len(corpus) == 12
+    assert all(d in corpus for q in queries for d in qrels[q])

@@ -305,7 +305,8 @@ class Bench:
 
 async def evaluate(corpus: dict[str, tuple[str, str]], queries: dict[str, str], qrels: dict[str, dict[str, int]],
                    doc_embed: BatchEmbed, query_embed: BatchEmbed, configs: Sequence[Config] = CONFIGS,
-                   prewarm: BatchEmbed | None = None, progress: bool = False) -> tuple[list[Result], Bench]:
+                   prewarm: BatchEmbed | None = None, progress: bool = False,
+                   variants: Sequence[str] = ()) -> tuple[list[Result], Bench]:
     """The benchmark's core: ingest `corpus` once per chunking the configs need, run every config.
 
     `prewarm(texts)`, if given, is called with every text the engine will embed (found by a dry
@@ -343,6 +344,8 @@ async def evaluate(corpus: dict[str, tuple[str, str]], queries: dict[str, str], 
         if progress:
             r = results[-1]
             print(f"  {config.name}: nDCG@10 {r.ndcg10:.4f} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+    if variants:
+        results += [r for _, r in await run_variants(bench, variants, queries, qrels)]
     return results, bench
 
 
@@ -369,6 +372,137 @@ def comparison(results: Sequence[Result]) -> str:
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------------------------ variants
+# Proposed changes, measured by monkeypatching lucidrag at run time on the already ingested KB
+# (lucidrag/ itself is not edited). Each entry: name → (what it changes, apply(bench) → undo()).
+
+def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    return lambda: setattr(obj, name, old)
+
+
+def _rrf_k(k: int):
+    def apply(bench: Bench) -> Callable[[], None]:
+        from lucidrag import fusion
+        # fuse(..., k=RRF_K) binds the default at definition time: patching RRF_K alone does nothing
+        old = fusion.fuse.__defaults__
+        fusion.fuse.__defaults__ = (k,)
+        undo = _set_attr(fusion, "RRF_K", k)
+        return lambda: (setattr(fusion.fuse, "__defaults__", old), undo())
+    return apply
+
+
+def _pool(vector: int | None, keyword: int | None):
+    def apply(bench: Bench) -> Callable[[], None]:
+        from lucidrag import retrieve as r
+        vc, kc = r._vector_candidates, r._keyword_candidates
+
+        async def vec(host, state, embedder, request, pool):
+            return await vc(host, state, embedder, request, vector or pool)
+
+        def kw(state, request, pool):
+            return kc(state, request, keyword or pool)
+        u1 = _set_attr(r, "_vector_candidates", vec)
+        u2 = _set_attr(r, "_keyword_candidates", kw)
+        return lambda: (u1(), u2())
+    return apply
+
+
+def _bm25(k1: float, b: float):
+    def apply(bench: Bench) -> Callable[[], None]:
+        undos = []
+        for inst in bench.host.engine.installations.values():
+            for state in inst.kbs.values():
+                undos += [_set_attr(state.index, "k1", k1), _set_attr(state.index, "b", b)]
+        return lambda: [u() for u in undos]
+    return apply
+
+
+def _query_unigrams(bench: Bench) -> Callable[[], None]:
+    """Query side also emits the CJK unigrams the documents are indexed with."""
+    from lucidrag import keyword
+    original = keyword.tokenize
+
+    def tokenize(text: str, *, query: bool = False) -> list[str]:
+        return original(text, query=False)
+    return _set_attr(keyword, "tokenize", tokenize)
+
+
+def _keyword_score_normalised(bench: Bench) -> Callable[[], None]:
+    """Keyword candidate score = BM25 / best BM25 of the query (keyword.normalise_scores) instead of
+    clip01(raw BM25), which is 1.0 for almost every hit."""
+    from lucidrag import retrieve as r
+    from lucidrag.fusion import Candidate
+    original = r._keyword_candidates
+
+    def kw(state, request, pool):
+        out = original(state, request, pool)
+        raw = dict(state.index.search(request.query, top_k=pool * 3 if request.where else pool))
+        top = max(raw.values(), default=0.0) or 1.0
+        return [Candidate(c.chunk_id, raw.get(c.chunk_id, 0.0) / top) for c in out]
+    return _set_attr(r, "_keyword_candidates", kw)
+
+
+def _score_fusion(bench: Bench) -> Callable[[], None]:
+    """Convex combination of min-max-normalised scores (vector cosine, BM25/max) instead of RRF."""
+    from lucidrag import retrieve as r
+    from lucidrag.fusion import Fused
+    undo_kw = _keyword_score_normalised(bench)
+    original = r.fuse
+
+    def fuse(vector, keyword, vector_weight, k=60):
+        def norm(cands):
+            if not cands:
+                return {}
+            lo, hi = min(c.score for c in cands), max(c.score for c in cands)
+            return {c.chunk_id: ((c.score - lo) / (hi - lo) if hi > lo else 1.0) for c in cands}
+        nv, nk = norm(vector), norm(keyword)
+        sv = {c.chunk_id: c.score for c in vector}
+        sk = {c.chunk_id: c.score for c in keyword}
+        out = []
+        for cid in dict.fromkeys([c.chunk_id for c in vector] + [c.chunk_id for c in keyword]):
+            rank_value = vector_weight * nv.get(cid, 0.0) + (1 - vector_weight) * nk.get(cid, 0.0)
+            score = vector_weight * sv.get(cid, 0.0) + (1 - vector_weight) * sk.get(cid, 0.0)
+            out.append(Fused(cid, score, sv.get(cid), sk.get(cid), rank_value))
+        out.sort(key=lambda f: f.rank_value, reverse=True)
+        return out
+    undo = _set_attr(r, "fuse", fuse)
+    return lambda: (undo(), undo_kw())
+
+
+VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
+    "rrf_k=10": ("lucidrag.fusion.fuse k=10 (RRF_K, default 60)", _rrf_k(10)),
+    "rrf_k=20": ("lucidrag.fusion.fuse k=20", _rrf_k(20)),
+    "rrf_k=200": ("lucidrag.fusion.fuse k=200", _rrf_k(200)),
+    "pool=20": ("retrieve: candidate pool 20 per list (default max(4*top_k, 20) = 40)", _pool(20, 20)),
+    "pool=100": ("retrieve: candidate pool 100 per list", _pool(100, 100)),
+    "bm25=0.9/0.4": ("BM25Index k1=0.9, b=0.4 (bench/baseline.py; default 1.2/0.75)", _bm25(0.9, 0.4)),
+    "bm25=1.5/0.75": ("BM25Index k1=1.5, b=0.75", _bm25(1.5, 0.75)),
+    "query-unigrams": ("keyword.tokenize: queries also use CJK unigrams", _query_unigrams),
+    "score-fusion": ("fusion: convex combination of min-max normalised scores instead of RRF", _score_fusion),
+}
+
+
+async def run_variants(bench: Bench, names: Sequence[str], queries, qrels,
+                       modes: Sequence[str] = ("keyword", "hybrid")) -> list[tuple[str, Result]]:
+    out = []
+    by_name = {c.name: c for c in CONFIGS}
+    for name in names:
+        description, apply = VARIANTS[name]
+        undo = apply(bench)
+        try:
+            for mode in modes:
+                config = by_name[mode]
+                result = await bench.run(config, queries, qrels, CHUNKINGS[config.kb])
+                result.config = Config(f"{mode} [{name}]", config.kb, config.settings, f"{config.label} [{description}]")
+                out.append((name, result))
+                print(f"  variant {name} {mode}: nDCG@10 {result.ndcg10:.4f}", file=sys.stderr, flush=True)
+        finally:
+            undo()
+    return out
+
+
 # ------------------------------------------------------------------------------------ datasets
 def subsample(ds, n_queries: int | None, n_docs: int | None, seed: int):
     """First `n_queries` queries (in a seeded shuffle) that have judgments; corpus = all their
@@ -391,6 +525,18 @@ def subsample(ds, n_queries: int | None, n_docs: int | None, seed: int):
     return {d: ds.corpus[d] for d in corpus_ids}, queries, qrels
 
 
+def code_version() -> str:
+    """Commit of the tree and whether lucidrag/ differs from it (other engineers edit it live)."""
+    import subprocess
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "lucidrag", "components"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "unknown"
+    return f"{rev}{' + uncommitted lucidrag/ changes' if dirty else ''}"
+
+
 def model_for(dataset: str, model: str) -> str:
     if model != "auto":
         return model
@@ -406,6 +552,8 @@ def apply_patches(patches: Sequence[str]) -> None:
             raise SystemExit(f"--patch: {module_name} has no attribute {attr}")
         value = json.loads(raw) if raw[:1] in "-0123456789[{tfn\"" else raw
         setattr(module, attr, value)
+        if module_name == "lucidrag.fusion" and attr == "RRF_K":  # fuse() bound the old value as its default
+            module.fuse.__defaults__ = (value,)
         print(f"patched {module_name}.{attr} = {value!r}", file=sys.stderr)
 
 
@@ -435,11 +583,13 @@ def run_dataset(name: str, args) -> dict[str, Any]:
 
     configs = [c for c in CONFIGS if not args.configs or c.name in args.configs.split(",")]
     t_start = time.perf_counter()
+    variants = [v for v in args.variants.split(",") if v] if args.variants != "all" else list(VARIANTS)
     results, bench = asyncio.run(evaluate(corpus, queries, qrels, doc_embed, query_embed, configs,
-                                          prewarm=doc_embed, progress=True))
+                                          prewarm=doc_embed, progress=True, variants=variants))
     elapsed = time.perf_counter() - t_start + t_queries
     info = DATASETS[name]
     print(f"\n### {name} — {info.description}")
+    print(f"code {args.code}; " + (f"patches {args.patch}; " if args.patch else ""), end="")
     print(f"{len(corpus):,} docs, {len(queries)} queries, {sum(len(v) for v in qrels.values())} judgments; "
           f"model {embedder.name}; chunks: " + ", ".join(f"{kb} {n:,}" for kb, n in bench.chunks.items())
           + f"; run time {elapsed:.0f} s (embedding cache hits {getattr(embedder, 'hits', '?')}, "
@@ -541,15 +691,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=None, help="queries per dataset (default: all)")
     parser.add_argument("--docs", type=int, default=None,
                         help="corpus size (judged docs of the selected queries are always kept; default: "
-                             "scifact all 3000, drcd 2000)")
+                             "all: scifact 3,000, drcd 5,017)")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--configs", default="", help="comma-separated subset of: " + ",".join(c.name for c in CONFIGS))
     parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.fusion.RRF_K=20")
+    parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
+                        "proposed changes patched in ('all' or a comma list of: " + ",".join(VARIANTS) + ")")
     parser.add_argument("--json", default="", help="also write the results (with per-query rankings) here")
     parser.add_argument("--scale", action="store_true", help="latency/memory at --sizes synthetic chunks instead")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--scale-queries", type=int, default=200)
     args = parser.parse_args(argv)
+    args.code = code_version()  # lucidrag was imported just now, with the tree in this state
     apply_patches(args.patch)
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
@@ -558,7 +711,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = []
     docs_arg = args.docs
     for name in names:
-        args.docs = docs_arg if docs_arg is not None else {"scifact": None, "drcd": 2000}[name]
+        args.docs = docs_arg
         out.append(run_dataset(name, args))
     if args.json:
         Path(args.json).write_text(json.dumps(out, ensure_ascii=False))

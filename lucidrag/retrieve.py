@@ -104,18 +104,18 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
 
 
 def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
-    """BM25 ranks; the reported score is the query-term coverage (0-1), see keyword.coverage."""
+    """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1)."""
     hits = state.index.search(request.query, top_k=pool * 3 if request.where else pool)
     weights = state.index.term_weights(request.query)
     out: list[Candidate] = []
-    for chunk_id, _bm25 in hits:
+    for chunk_id, bm25 in hits:
         chunk = state.chunks.get(chunk_id)
         if chunk is None:
             continue
         record = state.files.get(chunk.file_id)
         if request.where and not matches(request.where, chunk.metadata(record.format if record else "")):
             continue
-        out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text))))
+        out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text)), strength=bm25))
         if len(out) >= pool:
             break
     return out

@@ -12,21 +12,30 @@ from tests.conftest import Harness
 KB = "kb-units"
 
 
-def test_rrf_puts_a_chunk_found_by_both_lists_first():
+def test_fusion_puts_a_chunk_found_by_both_lists_first():
+    vector = [Candidate("a", 0.9), Candidate("b", 0.8), Candidate("c", 0.7)]
+    keyword = [Candidate("c", 1.0, strength=12.0), Candidate("d", 0.5, strength=3.0)]
+    fused = fuse(vector, keyword, vector_weight=0.5)
+    # c: 0.5 * 0 (lowest cosine) + 0.5 * 1 (best BM25) = 0.5 ties a: 0.5 * 1 = 0.5;
+    # the tie goes to c, whose absolute score (0.85) beats a's (0.45)
+    assert [f.chunk_id for f in fused] == ["c", "a", "b", "d"]
+    c = next(f for f in fused if f.chunk_id == "c")
+    assert c.score == pytest.approx(0.5 * 0.7 + 0.5 * 1.0)  # reported score uses absolute scores
+    d = next(f for f in fused if f.chunk_id == "d")
+    assert d.score == pytest.approx(0.5 * 0.5) and d.vector_score is None and d.rank_value == 0.0
+
+
+def test_rrf_variant_rewards_presence_in_both_lists():
+    from lucidrag.fusion import fuse_rrf
+
     vector = [Candidate("a", 0.9), Candidate("b", 0.8), Candidate("c", 0.7)]
     keyword = [Candidate("c", 1.0), Candidate("d", 0.5)]
-    fused = fuse(vector, keyword, vector_weight=0.5)
-    assert fused[0].chunk_id == "c"  # rank 3 + rank 1 beats rank 1 alone
-    assert {f.chunk_id for f in fused} == {"a", "b", "c", "d"}
-    c = fused[0]
-    assert c.score == pytest.approx(0.5 * 0.7 + 0.5 * 1.0)
-    d = next(f for f in fused if f.chunk_id == "d")
-    assert d.score == pytest.approx(0.5 * 0.5) and d.vector_score is None
+    assert fuse_rrf(vector, keyword, vector_weight=0.5)[0].chunk_id == "c"
 
 
 def test_vector_weight_one_reproduces_the_vector_order():
     vector = [Candidate("a", 0.9), Candidate("b", 0.8)]
-    keyword = [Candidate("b", 1.0), Candidate("z", 0.9)]
+    keyword = [Candidate("b", 1.0, strength=5.0), Candidate("z", 0.9, strength=4.0)]
     fused = fuse(vector, keyword, vector_weight=1.0)
     assert [f.chunk_id for f in fused][:2] == ["a", "b"]
     assert fused[-1].score == 0.0  # keyword-only hit carries no weight

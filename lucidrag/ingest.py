@@ -16,7 +16,7 @@ from .document import Document
 from .embedding import Embedder, with_retries
 from .errors import LucidRagError, ParseError, VectorStoreFailure
 from .host import HostApi, describe
-from .kbstate import KnowledgeBaseState, save_metric
+from .kbstate import KnowledgeBaseState, save_meta, save_metric
 from .parsing import parse_file
 from .records import FileRecord
 from .scoring import calibrate, cosine
@@ -60,20 +60,34 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordSto
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
 
-    # Replace any earlier version of this document (re-ingest), then write the new vectors.
-    await _delete_previous_version(host, request)
+    # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not upsert),
+    # then write the new vectors.
+    if await _known_document(state, store, request):
+        await _delete_previous_version(host, request)
     try:
         for start in range(0, len(record.chunks), UPSERT_BATCH):
             batch = record.chunks[start : start + UPSERT_BATCH]
-            await with_retries(lambda b=batch, s=start: host.vector_upsert(
-                collection_id=request.collection_id,
-                vectors=vectors[s : s + len(b)],
-                ids=[c.chunk_id for c in b],
-                metadata=[c.metadata(record.format) for c in b],
-                documents=[c.text for c in b],
-            ))
+
+            def upsert(b=batch, s=start):
+                return with_retries(lambda: host.vector_upsert(
+                    collection_id=request.collection_id,
+                    vectors=vectors[s : s + len(b)],
+                    ids=[c.chunk_id for c in b],
+                    metadata=[c.metadata(record.format) for c in b],
+                    documents=[c.text for c in b],
+                ))
+            if start == 0 and state.metric is None:
+                # The first write may create the collection; concurrent creators race on some
+                # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
+                async with state.first_write:
+                    await upsert()
+            else:
+                await upsert()
         if state.metric is None:
             await _calibrate(host, state, request, record, vectors)
+            if state.metric is None:
+                await save_meta(host, request.kb_id, None, vectors=True)
+        state.fresh = False
     except BaseException as error:
         await _rollback(host, request)
         if isinstance(error, LucidRagError) or not isinstance(error, Exception):
@@ -124,6 +138,18 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, request: IngestRe
         state.metric = metric
         await save_metric(host, request.kb_id, metric)
         logger.info("kb=%s: vector backend reports %s", request.kb_id, metric.value)
+
+
+async def _known_document(state: KnowledgeBaseState, store: RecordStore, request: IngestRequest) -> bool:
+    """Whether this document id may already have vectors. The host gives every upload a fresh id,
+    so usually not -- and then nothing is deleted first: a delete on a KB without a collection
+    makes LangBot's Milvus adapter create one with dimension 1536, which refuses our vectors."""
+    if request.document_id in state.files:
+        return True
+    if state.loaded:
+        return False
+    ids = await store.file_ids(request.kb_id)
+    return ids is None or request.document_id in ids
 
 
 async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:

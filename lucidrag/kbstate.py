@@ -22,6 +22,7 @@ from .store import RecordStore, kb_prefix
 logger = logging.getLogger(__name__)
 
 LIST_PAGE = 500
+LIST_WINDOW = 16384  # Milvus refuses a query with offset + limit beyond this
 
 
 @dataclass
@@ -32,6 +33,12 @@ class KnowledgeBaseState:
     index: BM25Index = field(default_factory=BM25Index)
     metric: Metric | None = None
     loaded: bool = False
+    # True when plugin storage says this KB never had a vector (meta written at KB creation): then
+    # nothing may touch the vector DB before the first upsert -- LangBot's Milvus adapter creates a
+    # missing collection with dimension 1536 on any search/list/delete, which then refuses every
+    # vector of another dimension.
+    fresh: bool = False
+    first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # see ingest: one creates the collection
     unsaved: set[str] = field(default_factory=set)  # file ids whose record save failed
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -79,14 +86,18 @@ class KnowledgeBaseState:
             self.loaded = True
 
     async def _load(self, host: HostApi, store: RecordStore, collection_id: str) -> None:
-        self.metric = await load_metric(host, self.kb_id)
+        meta = await load_meta(host, self.kb_id)
+        self.metric = _metric_of(meta)
         file_ids = await store.file_ids(self.kb_id)
         records = []
         for file_id in file_ids or []:
             record = await store.load(self.kb_id, file_id)
             if record is not None:
                 records.append(record)
-        if not records:
+        if not records and meta is not None and meta.get("vectors") is False:
+            self.fresh = True
+            source = "nothing (new knowledge base)"
+        elif not records:
             records = await rebuild_from_vectors(host, collection_id)
             source = "vector DB"
         else:
@@ -97,16 +108,48 @@ class KnowledgeBaseState:
                     len(self.chunks), source)
 
 
-async def list_all_vectors(host: HostApi, collection_id: str, filters: dict | None = None) -> list[dict]:
-    items: list[dict] = []
+async def list_all_vectors(host: HostApi, collection_id: str) -> list[dict]:
+    """Every stored item of a collection. Pages by offset within Milvus' query window
+    (offset + limit <= 16384); beyond it, lists file by file: files seen so far by `file_id`, then
+    the next unseen files with `file_id $nin` (offset 0) until none is left."""
+    items: dict[str, dict] = {}
     offset = 0
-    while True:
+    while offset + LIST_PAGE <= LIST_WINDOW:
+        page = await host.vector_list(collection_id, limit=LIST_PAGE, offset=offset)
+        batch = (page or {}).get("items") or []
+        for item in batch:
+            items[str(item.get("id"))] = item
+        if len(batch) < LIST_PAGE:
+            return list(items.values())
+        offset += len(batch)
+    known = _file_ids(items.values())
+    pending = set(known)
+    while pending:
+        for file_id in sorted(pending):
+            for item in await _list_filtered(host, collection_id, {"file_id": file_id}):
+                items[str(item.get("id"))] = item
+        page = await host.vector_list(collection_id, filters={"file_id": {"$nin": sorted(known)}},
+                                      limit=LIST_PAGE, offset=0)
+        pending = _file_ids((page or {}).get("items") or []) - known
+        known |= pending
+    return list(items.values())
+
+
+async def _list_filtered(host: HostApi, collection_id: str, filters: dict) -> list[dict]:
+    out: list[dict] = []
+    offset = 0
+    while offset + LIST_PAGE <= LIST_WINDOW:
         page = await host.vector_list(collection_id, filters=filters, limit=LIST_PAGE, offset=offset)
         batch = (page or {}).get("items") or []
-        items.extend(batch)
+        out.extend(batch)
         if len(batch) < LIST_PAGE:
-            return items
+            break
         offset += len(batch)
+    return out
+
+
+def _file_ids(items) -> set[str]:
+    return {str(f) for f in ((i.get("metadata") or {}).get("file_id") for i in items) if f}
 
 
 async def rebuild_from_vectors(host: HostApi, collection_id: str) -> list[FileRecord]:
@@ -127,16 +170,34 @@ def _meta_key(kb_id: str) -> str:
     return kb_prefix(kb_id) + "meta"
 
 
-async def load_metric(host: HostApi, kb_id: str) -> Metric | None:
+def _metric_of(meta: dict | None) -> Metric | None:
+    try:
+        return Metric(meta["metric"]) if meta and meta.get("metric") else None
+    except ValueError:
+        return None
+
+
+async def load_meta(host: HostApi, kb_id: str) -> dict | None:
+    """The KB's stored facts: {"metric": str | None, "vectors": bool}; None if unknown."""
     try:
         raw = await host.get_plugin_storage(_meta_key(kb_id))
-        return Metric(json.loads(raw)["metric"]) if raw else None
+        meta = json.loads(raw) if raw else None
+        return meta if isinstance(meta, dict) else None
     except Exception:  # noqa: BLE001 - missing key or storage down: calibrate again later
         return None
 
 
-async def save_metric(host: HostApi, kb_id: str, metric: Metric) -> None:
+async def load_metric(host: HostApi, kb_id: str) -> Metric | None:
+    return _metric_of(await load_meta(host, kb_id))
+
+
+async def save_meta(host: HostApi, kb_id: str, metric: Metric | None, vectors: bool) -> None:
+    meta = {"metric": metric.value if metric else None, "vectors": vectors}
     try:
-        await host.set_plugin_storage(_meta_key(kb_id), json.dumps({"metric": metric.value}).encode())
+        await host.set_plugin_storage(_meta_key(kb_id), json.dumps(meta).encode())
     except Exception as error:  # noqa: BLE001
-        logger.warning("kb=%s: could not save the distance metric (%s)", kb_id, describe(error))
+        logger.warning("kb=%s: could not save the knowledge base's metadata (%s)", kb_id, describe(error))
+
+
+async def save_metric(host: HostApi, kb_id: str, metric: Metric) -> None:
+    await save_meta(host, kb_id, metric, vectors=True)

@@ -36,9 +36,12 @@ class ChunkRecord:
     parent: int | None = None
 
     def metadata(self, file_format: str) -> dict[str, Any]:
-        """Flat vector metadata (str/int/float/bool only; no None values for strict backends)."""
+        """Flat vector metadata (str/int/float/bool only; no None values for strict backends).
+        `uuid` is required by LangBot's Milvus adapter (it fills the non-nullable `chunk_uuid`
+        column from it; an insert without it is refused)."""
         meta: dict[str, Any] = {
             "file_id": self.file_id,
+            "uuid": self.chunk_id,
             "text": self.text,
             "chunk_index": self.index,
             "heading": self.heading,

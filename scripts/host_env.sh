@@ -7,6 +7,9 @@
 # Both are cached in $LUCIDRAG_CACHE (default ~/.cache/lucidrag), keyed by LangBot version /
 # hash of requirements.txt + python version; a lock keeps concurrent builds apart.
 #
+# host_env_backend NAME (after host_env_prepare) adds what LangBot's `vdb.use: NAME` needs to
+# LB_VENV: milvus -> milvus-lite (local .db files), seekdb -> pyseekdb + pylibseekdb (embedded).
+#
 # Environment: LUCIDRAG_CACHE, LUCIDRAG_LANGBOT_VERSION (default 4.11.2),
 #              LUCIDRAG_PYTHON (python for the venvs; LangBot supports 3.10-3.12),
 #              LUCIDRAG_PIP_ARGS (extra pip arguments, e.g. an index url).
@@ -100,4 +103,38 @@ host_env_prepare() {
   fi
   flock -u 9
   export LB_VENV PL_VENV MINILM_PATH
+}
+
+# Extra packages per vector backend (LangBot's own pins where it has an extra: langbot[seekdb]).
+declare -A HOST_BACKEND_PKGS=(
+  [chroma]=""
+  [milvus]="milvus-lite==3.2.2"
+  [seekdb]="pyseekdb==1.4.0.post1 pylibseekdb==1.4.0"
+)
+declare -A HOST_BACKEND_IMPORT=([chroma]="chromadb" [milvus]="milvus_lite, pymilvus" [seekdb]="pyseekdb")
+
+# host_env_backend NAME: installs the backend's packages into LB_VENV (once; marker .ok-NAME).
+# Everything already in the venv is pinned (pip freeze as constraints), so adding a backend never
+# changes a package the Chroma host uses. Prints the reason and returns 1 if it cannot be done.
+host_env_backend() {
+  local name=$1 pkgs t0
+  if [ -z "${HOST_BACKEND_PKGS[$name]+x}" ]; then _he_log "unknown vector backend '$name' (chroma|milvus|seekdb)"; return 1; fi
+  pkgs=${HOST_BACKEND_PKGS[$name]}
+  [ -z "$pkgs" ] && return 0
+  exec 9>"$LUCIDRAG_CACHE/.build.lock"
+  if ! flock -w 900 9; then _he_log "another build holds $LUCIDRAG_CACHE/.build.lock"; return 1; fi
+  if [ ! -f "$LB_VENV/.ok-$name" ] || ! "$LB_VENV/bin/python" -c "import ${HOST_BACKEND_IMPORT[$name]}" 2>/dev/null; then
+    t0=$(date +%s)
+    _he_log "installing the $name backend ($pkgs) into $LB_VENV"
+    "$LB_VENV/bin/pip" freeze --disable-pip-version-check 2>/dev/null | grep -v -e '^-e ' -e ' @ ' > "$LB_VENV/.frozen-constraints.txt"
+    # shellcheck disable=SC2086
+    if ! _he_pip "$LB_VENV" "install-$name.log" -c "$LB_VENV/.frozen-constraints.txt" $pkgs \
+        || ! "$LB_VENV/bin/python" -c "import ${HOST_BACKEND_IMPORT[$name]}" 2> "$LUCIDRAG_CACHE/import-$name.log"; then
+      _he_log "the $name backend cannot be installed/imported here: $(tail -n 1 "$LUCIDRAG_CACHE/import-$name.log" 2>/dev/null)"
+      flock -u 9; return 1
+    fi
+    touch "$LB_VENV/.ok-$name"
+    _he_log "$name backend ready in $(( $(date +%s) - t0 ))s"
+  fi
+  flock -u 9
 }

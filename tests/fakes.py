@@ -5,6 +5,12 @@ from the contract: squared-L2 distances (Chroma), `vector_delete` matches metada
 and returns len(file_ids), nested metadata is rejected, a collection's dimension is fixed by its
 first upsert, `vector_list` pages, host-added `_langbot_*` keys, plugin storage per key. Every
 call is counted; faults can be injected per method.
+
+`FakeHost.milvus()` behaves like LangBot's Milvus adapter (pkg/vector/vdbs/milvus.py): COSINE
+similarity as `distance`, only text / file_id / uuid (as chunk_uuid) kept, an insert without
+`uuid` refused, filters on other fields and `$and`/`$or` silently dropped (filter_utils.
+strip_unsupported_fields), a search/delete/list on a missing collection creates it with the
+default dimension 1536, and `vector_list` refuses offset + limit > 16384 (Milvus' query window).
 """
 
 from __future__ import annotations
@@ -45,10 +51,16 @@ class ActionCallTimeoutError(Exception):
 
 class FakeHost:
     def __init__(self, embed: Callable[[str], list[float]] = hash_embed, metric: str = "squared_l2",
-                 keep_metadata: tuple[str, ...] | None = None) -> None:
+                 keep_metadata: tuple[str, ...] | None = None, required_metadata: tuple[str, ...] = (),
+                 strip_filters: bool = False, default_dim: int | None = None,
+                 list_window: int | None = None) -> None:
         self.embed_fn = embed
         self.metric = metric  # squared_l2 (Chroma) | cosine_distance (pgvector) | similarity (Milvus)
         self.keep_metadata = keep_metadata  # e.g. ("text", "file_id") to behave like Milvus/pgvector
+        self.required_metadata = required_metadata  # Milvus: an insert without these keys fails
+        self.strip_filters = strip_filters  # Milvus: filters on fields not kept (and $and/$or) ignored
+        self.default_dim = default_dim  # Milvus: touching a missing collection creates it (dim 1536)
+        self.list_window = list_window  # Milvus: query offset + limit must be <= 16384
         self.files: dict[str, bytes] = {}
         self.collections: dict[str, dict[str, tuple[list[float], dict[str, Any]]]] = {}
         self.dims: dict[str, int] = {}
@@ -58,6 +70,26 @@ class FakeHost:
         self.faults: dict[str, Callable[..., None]] = {}
         self.max_embed_batch: int | None = None
         self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
+
+    @classmethod
+    def milvus(cls, **kwargs: Any) -> FakeHost:
+        """Like LangBot 4.11.2's Milvus (Lite) adapter."""
+        options: dict[str, Any] = dict(metric="similarity", keep_metadata=("text", "file_id", "uuid"),
+                                       required_metadata=("text", "file_id", "uuid"), strip_filters=True,
+                                       default_dim=1536, list_window=16384)
+        return cls(**{**options, **kwargs})
+
+    def _host_filter(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What of a filter reaches the backend: Milvus keeps top-level clauses on kept fields."""
+        if not filters or not self.strip_filters:
+            return filters
+        kept = {k: v for k, v in filters.items() if k in (self.keep_metadata or ())}
+        return kept or None
+
+    def _touch(self, collection_id: str) -> None:
+        if self.default_dim is not None and collection_id not in self.collections:
+            self.collections[collection_id] = {}
+            self.dims[collection_id] = self.default_dim
 
     # ------------------------------------------------------------------ helpers for tests
     def fail(self, method: str, when: Callable[..., bool] | None = None, error: Exception | None = None) -> None:
@@ -111,18 +143,24 @@ class FakeHost:
             dim = self.dims.setdefault(collection_id, len(vector))
             if len(vector) != dim:
                 raise HostError(f"dimension {len(vector)} does not match collection dimension {dim}")
+            missing = [k for k in self.required_metadata if k not in meta]
+            if missing:
+                raise HostError(f"Insert missed an field `{missing[0]}` to collection without set nullable")
             for key, value in meta.items():
                 if not isinstance(value, (str, int, float, bool)):
                     raise HostError(f"metadata value for {key} must be str/int/float/bool")
             kept = {k: v for k, v in meta.items() if self.keep_metadata is None or k in self.keep_metadata}
-            kept["_langbot_knowledge_base_uuid"] = collection_id
+            if self.keep_metadata is None:  # the host's scoping keys survive only where all metadata does
+                kept["_langbot_knowledge_base_uuid"] = collection_id
             collection[chunk_id] = (list(vector), kept)
 
     async def vector_search(self, collection_id: str, query_vector: list[float], top_k: int = 5,
                             filters: dict[str, Any] | None = None, search_type: str = "vector",
                             query_text: str = "", vector_weight: float | None = None) -> list[dict[str, Any]]:
         self._enter("vector_search", collection_id=collection_id, filters=filters)
-        if filters and len(filters) > 1:
+        self._touch(collection_id)
+        filters = self._host_filter(filters)
+        if filters and len(filters) > 1 and not self.strip_filters:
             raise HostError("Expected where to have exactly one operator")
         scored = []
         for chunk_id, (vector, meta) in self.collections.get(collection_id, {}).items():
@@ -137,17 +175,27 @@ class FakeHost:
 
     async def vector_delete(self, collection_id: str, file_ids: list[str] | None = None,
                             filters: dict[str, Any] | None = None) -> int:
-        self._enter("vector_delete", collection_id=collection_id, file_ids=file_ids)
+        self._enter("vector_delete", collection_id=collection_id, file_ids=file_ids, filters=filters)
+        self._touch(collection_id)
         collection = self.collections.get(collection_id, {})
         if file_ids:
             for chunk_id in [c for c, (_, m) in collection.items() if m.get("file_id") in file_ids]:
                 del collection[chunk_id]
             return len(file_ids)
+        filters = self._host_filter(filters)
+        if filters:  # the host deletes by filter and reports 0 (no backend returns a count)
+            for chunk_id in [c for c, (_, m) in collection.items() if matches(filters, m)]:
+                del collection[chunk_id]
         return 0
 
     async def vector_list(self, collection_id: str, filters: dict[str, Any] | None = None,
                           limit: int = 20, offset: int = 0) -> dict[str, Any]:
-        self._enter("vector_list", collection_id=collection_id)
+        self._enter("vector_list", collection_id=collection_id, filters=filters, offset=offset)
+        self._touch(collection_id)
+        if self.list_window is not None and offset + limit > self.list_window:
+            raise HostError(f"invalid max query result window, (offset+limit) should be in range [1, "
+                            f"{self.list_window}], but got {offset + limit}")
+        filters = self._host_filter(filters)
         items = [
             {"id": cid, "document": m.get("text"), "metadata": dict(m)}
             for cid, (_, m) in self.collections.get(collection_id, {}).items()

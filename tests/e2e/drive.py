@@ -10,7 +10,9 @@ in the web UI, through the same HTTP endpoints:
   required model is refused -> KB A created -> one file per format + a bad file uploaded, each
   reaches its terminal status (bad: failed, with our message) -> questions find their files in
   the top 5 -> retrieval settings edited (PUT) take effect -> a deleted file never comes back
-  -> KB B sees nothing of KB A and vice versa -> both KBs deleted, no vectors left in Chroma.
+  -> KB B sees nothing of KB A and vice versa -> both KBs deleted, no vectors left in the host's
+  vector DB (--backend chroma|milvus|seekdb: Chroma is read live, Milvus Lite / SeekDB after
+  LangBot stopped) -> the same queries score the same as on the other backends (--scores-file).
 
 One [PASS]/[FAIL] line per check; the last line is exactly `N passed, M failed`.
 Exit 0 only if nothing failed.
@@ -362,7 +364,7 @@ def run_queries(api: Api, kb: KB, queries: list[dict], kbs: list[KB], top: int =
             R.check(f"[{kb.label}] '{q['query'][:40]}': no markup/script text in results", False, f"found {junk}")
 
 
-# ----------------------------------------------------------------------------- chroma
+# ----------------------------------------------------------------------------- vector DBs
 
 
 def vectors_left(chroma_path: str, kb_uuid: str) -> tuple[int | None, str]:
@@ -387,6 +389,141 @@ def vectors_left(chroma_path: str, kb_uuid: str) -> tuple[int | None, str]:
         return n, ",".join(cols)
     except Exception as e:  # noqa: BLE001
         return None, f"cannot read Chroma: {e!r}"
+
+
+def milvus_rows(uri: str, file_ids: set[str]) -> tuple[int | None, int | None, str]:
+    """(rows whose file_id is one of file_ids, rows in all collections, detail) in a Milvus Lite
+    .db. Milvus keeps no `_langbot_*` metadata, so a KB's rows are found by its files' ids.
+    Opened after LangBot stopped (the .db belongs to one process at a time)."""
+    if not uri or not os.path.exists(uri):
+        return None, None, f"no Milvus Lite db at {uri}"
+    try:
+        from pymilvus import MilvusClient  # LangBot's dependency; milvus-lite serves the .db file
+
+        client = MilvusClient(uri=uri)
+        mine = total = 0
+        cols = []
+        for name in client.list_collections():
+            client.load_collection(collection_name=name)
+            n = int(client.query(collection_name=name, output_fields=["count(*)"])[0]["count(*)"])
+            total += n
+            k = 0
+            ids = sorted(file_ids)
+            for i in range(0, len(ids), 50):
+                expr = "file_id in [" + ", ".join(json.dumps(x) for x in ids[i:i + 50]) + "]"
+                k += int(client.query(collection_name=name, filter=expr, output_fields=["count(*)"])[0]["count(*)"])
+            mine += k
+            cols.append(f"{name}:{n}")
+        client.close()
+        return mine, total, ",".join(cols) or "no collections"
+    except Exception as e:  # noqa: BLE001
+        return None, None, f"cannot read Milvus Lite: {e!r}"
+
+
+def seekdb_rows(path: str, kb_uuid: str) -> tuple[int | None, str]:
+    """Vectors an embedded SeekDB still holds for a KB (it keeps the host's metadata keys).
+    Opened after LangBot stopped (embedded SeekDB belongs to one process at a time)."""
+    if not path or not os.path.isdir(path):
+        return None, f"no SeekDB dir at {path}"
+    try:
+        import pyseekdb
+
+        client = pyseekdb.Client(path=path, database="langbot")
+        n, cols = 0, []
+        for c in client.list_collections():
+            name = c if isinstance(c, str) else c.name
+            col = client.get_collection(name, embedding_function=None)
+            got = col.get(where={"_langbot_knowledge_base_uuid": kb_uuid}, include=["metadatas"])
+            k = len(got.get("ids") or [])
+            if k:
+                cols.append(f"{name}:{k}")
+            n += k
+        return n, ",".join(cols)
+    except Exception as e:  # noqa: BLE001
+        return None, f"cannot read SeekDB: {e!r}"
+
+
+def stop_langbot(pid_file: str, timeout: float = 30) -> bool:
+    """Stop LangBot (its own process group, started with setsid) so its embedded DB is closed."""
+    try:
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.25)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    time.sleep(1)
+    return True
+
+
+def check_vectors_left(args, kbs: list["KB"]) -> None:
+    if args.backend == "chroma":
+        for kb in kbs:
+            left, where = vectors_left(args.chroma_path, kb.uuid)
+            R.check(f"KB {kb.label}: no vectors left in Chroma", left == 0,
+                    where if left is None else (f"{left} left ({where})" if left else ""))
+        return
+    R.check("LangBot stopped to read its embedded vector DB", stop_langbot(args.langbot_pid_file),
+            args.langbot_pid_file)
+    if args.backend == "milvus":
+        for kb in kbs:
+            ids = {x for fe in kb.files.values() for x in fe.get("ids") or ()}
+            mine, total, where = milvus_rows(args.milvus_uri, ids)
+            R.check(f"KB {kb.label}: no vectors of its {len(ids)} files left in Milvus Lite", mine == 0,
+                    where if mine is None else (f"{mine} left ({where})" if mine else where))
+        _, total, where = milvus_rows(args.milvus_uri, set())
+        R.check("Milvus Lite: no vectors left in any collection", total == 0, where)
+    elif args.backend == "seekdb":
+        for kb in kbs:
+            left, where = seekdb_rows(args.seekdb_path, kb.uuid)
+            R.check(f"KB {kb.label}: no vectors left in SeekDB", left == 0,
+                    where if left is None else (f"{left} left ({where})" if left else ""))
+
+
+SCORE_TOLERANCE = 0.02
+
+
+def check_scores(args, api: "Api", kb: "KB", sc: dict) -> None:
+    """The same query gets the same scores on every backend (the vector score is the cosine)."""
+    got: dict[str, list[float]] = {}
+    queries = [q["query"] for q in sc["queries"][:4]]
+    for mode in ("vector", "hybrid"):
+        for q in queries:
+            ok, res, err = retrieve(api, kb, q, {"search_mode": mode, "top_k": 3})
+            got[f"{mode}|{q}"] = [round(float(r.get("score", -1)), 4) for r in res] if ok else []
+    R.info(f"top scores on {args.backend}: " + short({k[:40]: v for k, v in got.items()}, 600))
+    if not args.scores_file:
+        return
+    try:
+        with open(args.scores_file, encoding="utf-8") as f:
+            table = json.load(f)
+    except (OSError, ValueError):
+        table = {}
+    for other, theirs in sorted(table.items()):
+        if other == args.backend:
+            continue
+        diffs = [(k, a[0], b[0]) for k, a in got.items() for b in [theirs.get(k) or []] if a and b]
+        worst = max((abs(a - b) for _, a, b in diffs), default=None)
+        R.check(f"[{kb.label}] top scores on {args.backend} = on {other} (within {SCORE_TOLERANCE}, "
+                f"{len(diffs)} queries)", worst is not None and worst <= SCORE_TOLERANCE and len(diffs) == len(got),
+                f"max |diff| = {worst}" + ("" if worst is None or worst <= SCORE_TOLERANCE else
+                                          "; " + short([d for d in diffs if abs(d[1] - d[2]) > SCORE_TOLERANCE])))
+    table[args.backend] = got
+    with open(args.scores_file, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
 
 
 # ----------------------------------------------------------------------------- journey
@@ -490,6 +627,9 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
         # ---- questions whose answers are in specific files
         run_queries(api, kb_a, sc["queries"], kbs)
 
+        # ---- one score_threshold means the same on every backend
+        check_scores(args, api, kb_a, sc)
+
         # ---- retrieval settings edited in the KB's settings dialog (PUT) take effect
         check_retrieval_settings(api, kb_a, sc, rs, kbs)
 
@@ -547,10 +687,9 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
                 continue
             s2, _ = api.call("GET", f"/api/v1/knowledge/bases/{kb.uuid}")
             R.check(f"KB {kb.label} gone (GET -> 404)", s2 == 404, f"HTTP {s2}")
-            left, where = vectors_left(args.chroma_path, kb.uuid)
-            R.check(f"KB {kb.label}: no vectors left in Chroma", left == 0,
-                    where if left is None else (f"{left} left ({where})" if left else ""))
     R.check("lbp run still alive at the end", plugin.alive())
+    plugin.stop()
+    check_vectors_left(args, kbs)
 
 
 def check_error_message(api: Api, kb: KB, name: str, fe: dict) -> None:
@@ -639,7 +778,12 @@ def main() -> int:
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--plugin-log", default="")
     ap.add_argument("--plugin-pid-file", default="")
+    ap.add_argument("--backend", default="chroma", choices=("chroma", "milvus", "seekdb"))
     ap.add_argument("--chroma-path", default="")
+    ap.add_argument("--milvus-uri", default="")
+    ap.add_argument("--seekdb-path", default="")
+    ap.add_argument("--langbot-pid-file", default="", help="to stop LangBot before reading an embedded DB")
+    ap.add_argument("--scores-file", default="", help="JSON shared by the runs on several backends")
     ap.add_argument("--user", default="e2e@lucidrag.invalid")
     ap.add_argument("--password", default="e2e-Passw0rd!")
     args = ap.parse_args()

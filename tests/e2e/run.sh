@@ -12,6 +12,12 @@
 # Environment: LUCIDRAG_CACHE, LUCIDRAG_PYTHON, LUCIDRAG_PIP_ARGS (see scripts/host_env.sh),
 #   LUCIDRAG_E2E_KEEP=1   keep the run dir (LangBot data: SQLite, Chroma) after success too
 #   LUCIDRAG_E2E_EMBED    embedder for the run: hash (default, fast, deterministic) or minilm
+#   LUCIDRAG_E2E_BACKEND  LangBot's vector DB (`vdb.use`): chroma (default), milvus (Milvus Lite,
+#                         a local .db file) or seekdb (embedded). Exit 77 + a SKIPPED line if the
+#                         backend's packages cannot be installed or imported on this machine.
+#   LUCIDRAG_E2E_SCORES   JSON file shared by runs on several backends: each run records its top
+#                         scores there and checks them against the other backends' (same score
+#                         for the same query on every backend)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,6 +40,13 @@ EMBED_MODE="${LUCIDRAG_E2E_EMBED:-hash}"
 if [ "$EMBED_MODE" = "minilm" ]; then WITH=--with-minilm; else WITH=""; fi
 if ! host_env_prepare "$PLUGIN_DIR" $WITH; then
   echo "could not build the host/plugin venvs"; echo "0 passed, 1 failed"; exit 1
+fi
+BACKEND="${LUCIDRAG_E2E_BACKEND:-chroma}"
+if ! host_env_backend "$BACKEND"; then
+  echo "SKIPPED: vector backend $BACKEND cannot run on this machine (see above)"
+  echo "E2E wall time: $(( $(date +%s) - T_START ))s (backend ${BACKEND:-chroma})"
+  echo "0 passed, 0 failed"
+  exit 77
 fi
 log "venvs ready: LangBot $("$LB_VENV/bin/pip" show langbot 2>/dev/null | awk '/^Version/{print $2}') in $LB_VENV; plugin venv $PL_VENV"
 
@@ -78,7 +91,7 @@ cleanup() {
     log "kept $RUN"
   fi
   log "exit $rc"
-  echo "E2E wall time: $(( $(date +%s) - T_START ))s"
+  echo "E2E wall time: $(( $(date +%s) - T_START ))s (backend ${BACKEND:-chroma})"
   echo "$summary"
   exit "$rc"
 }
@@ -119,7 +132,14 @@ start lbp_rt "$RUN/langbot" "$LB_VENV/bin/lbp" rt --ws-control-port 5400 --ws-de
 wait_port 5600 60 embed || exit 3
 wait_log lbp_rt 'server started on .*:5401' 90 || exit 3
 T0=$(date +%s)
-start langbot "$RUN/langbot" env \
+case "$BACKEND" in
+  milvus) VDB_ENV=(VDB__USE=milvus "VDB__MILVUS__URI=$RUN/langbot/data/milvus.db" VDB__MILVUS__TOKEN= VDB__MILVUS__DB_NAME=) ;;
+  seekdb) VDB_ENV=(VDB__USE=seekdb VDB__SEEKDB__MODE=embedded "VDB__SEEKDB__PATH=$RUN/langbot/data/seekdb"
+                   VDB__SEEKDB__DATABASE=langbot) ;;
+  *) VDB_ENV=(VDB__USE=chroma) ;;
+esac
+echo "[inner] vector backend: $BACKEND (${VDB_ENV[*]})"
+start langbot "$RUN/langbot" env "${VDB_ENV[@]}" \
   API__HOST=127.0.0.1 API__PORT=5300 \
   PLUGIN__RUNTIME_WS_URL=ws://127.0.0.1:5400/control/ws \
   PLUGIN__DISPLAY_PLUGIN_DEBUG_URL=ws://127.0.0.1:5401/plugin/debug/ws \
@@ -132,13 +152,16 @@ echo "[inner] LangBot listening on 127.0.0.1:5300 after $(( $(date +%s) - T0 ))s
 "$LB_VENV/bin/python" "$HERE/drive.py" \
   --base-url http://127.0.0.1:5300 --embed-url http://127.0.0.1:5600 \
   --plugin-dir "$RUN/plugin" --lbp "$PL_VENV/bin/lbp" --scenario "$SCENARIO" \
-  --chroma-path "$RUN/langbot/data/chroma" \
+  --backend "$BACKEND" --chroma-path "$RUN/langbot/data/chroma" \
+  --milvus-uri "$RUN/langbot/data/milvus.db" --seekdb-path "$RUN/langbot/data/seekdb" \
+  --langbot-pid-file "$PIDS/langbot.pid" --scores-file "${LUCIDRAG_E2E_SCORES:-}" \
   --workdir "$RUN/work" --plugin-log "$LOGS/plugin.log" --plugin-pid-file "$PIDS/plugin.pid" \
   2>&1 | tee "$LOGS/drive.log"
 exit "${PIPESTATUS[0]}"
 INNER
 
-export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO
+export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO BACKEND
+log "vector backend: $BACKEND"
 log "starting embedder, lbp rt, LangBot inside a private network namespace"
 set +e
 unshare -rn bash "$RUN/inner.sh" &

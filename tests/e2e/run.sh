@@ -77,8 +77,9 @@ cleanup() {
   if [ -n "$NS_PID" ]; then kill -TERM "$NS_PID" 2>/dev/null || true; fi
   local summary=""
   [ -f "$LOGS/drive.log" ] && summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/drive.log" | tail -n 1)
+  if [ "$rc" -eq 77 ]; then summary="0 passed, 0 failed"; fi
   if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
     for f in lbp_rt.log langbot.log plugin.log embed.log; do
       [ -f "$LOGS/$f" ] || continue
       echo "----- last 40 lines of $LOGS/$f"
@@ -131,6 +132,15 @@ start embed "$RUN" "$LB_VENV/bin/python" "$REPO/scripts/offline_embed.py" "${EMB
 start lbp_rt "$RUN/langbot" "$LB_VENV/bin/lbp" rt --ws-control-port 5400 --ws-debug-port 5401 --skip-deps-check
 wait_port 5600 60 embed || exit 3
 wait_log lbp_rt 'server started on .*:5401' 90 || exit 3
+if [ "$BACKEND" = seekdb ]; then
+  # embedded SeekDB (an OceanBase observer in-process) must open a database in this namespace
+  if ! "$LB_VENV/bin/python" -c 'import sys, pyseekdb; pyseekdb.AdminClient(path=sys.argv[1]).list_databases()' \
+      "$RUN/seekdb-probe" > "$LOGS/seekdb-probe.log" 2>&1; then
+    echo "SKIPPED: embedded SeekDB cannot open a database here: $(tail -n 1 "$LOGS/seekdb-probe.log")" \
+         "($(grep -m1 -oE 'EDIAG[^(]*\([a-z_]+\.cpp:[0-9]+\)[^(]*' "$RUN/seekdb-probe/log/seekdb.log" 2>/dev/null | head -c 200))"
+    exit 77
+  fi
+fi
 T0=$(date +%s)
 case "$BACKEND" in
   milvus) VDB_ENV=(VDB__USE=milvus "VDB__MILVUS__URI=$RUN/langbot/data/milvus.db" VDB__MILVUS__TOKEN= VDB__MILVUS__DB_NAME=) ;;

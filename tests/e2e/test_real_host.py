@@ -1,6 +1,10 @@
 """LucidRAG on a real LangBot 4.11.2 host: the whole user journey through its HTTP API.
 
-Part of the default `python -m pytest -q`. The first run builds the LangBot and plugin venvs
+Part of the default `python -m pytest -q` on LangBot's default vector DB (Chroma). The same
+journey on Milvus Lite and embedded SeekDB runs when LUCIDRAG_E2E_BACKENDS names them
+(e.g. `LUCIDRAG_E2E_BACKENDS=chroma,milvus,seekdb`); a backend whose packages cannot run here is
+SKIPPED with run.sh's reason. The runs share one scores file, so each later backend also checks
+that the same queries score the same as on the earlier ones. The first run builds the LangBot and plugin venvs
 (~2-3 min, cached in ~/.cache/lucidrag); then a run takes well under a minute. The host runs in a
 private network namespace (`unshare -rn`), so the test is skipped -- with the reason -- only where
 that is impossible. Set LUCIDRAG_SKIP_E2E=1 to skip it on purpose (it says so).
@@ -42,7 +46,25 @@ def _why_no_namespace() -> str | None:
     return None
 
 
-def test_real_langbot_host_user_journey(tmp_path, capsys):
+BACKENDS = ["chroma", "milvus", "seekdb"]
+
+
+def _wanted(backend: str) -> bool:
+    """Chroma always runs; the others when LUCIDRAG_E2E_BACKENDS names them."""
+    names = {b.strip() for b in os.environ.get("LUCIDRAG_E2E_BACKENDS", "").split(",") if b.strip()}
+    return backend == "chroma" or backend in names
+
+
+@pytest.fixture(scope="module")
+def scores_file(tmp_path_factory) -> Path:
+    given = os.environ.get("LUCIDRAG_E2E_SCORES")  # .ci/run shares one across its two stages
+    return Path(given) if given else tmp_path_factory.mktemp("e2e-scores") / "scores.json"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
+    if not _wanted(backend):
+        pytest.skip(f"E2E on {backend}: not in LUCIDRAG_E2E_BACKENDS (default: chroma only)")
     if os.environ.get("LUCIDRAG_SKIP_E2E") == "1":
         pytest.skip("real-host E2E skipped on purpose: LUCIDRAG_SKIP_E2E=1")
     why = _why_no_namespace()
@@ -62,7 +84,9 @@ def test_real_langbot_host_user_journey(tmp_path, capsys):
     with capsys.disabled():
         print(f"\n[real-host E2E] tests/e2e/run.sh (first run builds venvs in "
               f"{os.environ.get('LUCIDRAG_CACHE', '~/.cache/lucidrag')})", flush=True)
+        env = dict(os.environ, LUCIDRAG_E2E_BACKEND=backend, LUCIDRAG_E2E_SCORES=str(scores_file))
         proc = subprocess.Popen(["bash", str(HERE / "run.sh"), str(REPO), str(samples_dir / "scenario.json")],
+                                env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True, errors="replace", start_new_session=True)
         try:
@@ -83,6 +107,8 @@ def test_real_langbot_host_user_journey(tmp_path, capsys):
         except BaseException:
             os.killpg(proc.pid, 15)
             raise
+    if rc == 77:
+        pytest.skip(next((ln for ln in lines if ln.startswith("SKIPPED")), f"{backend} cannot run here"))
     fails = [ln for ln in lines if ln.startswith("[FAIL]")]
     summary = next((ln for ln in reversed(lines) if ln.endswith(" failed") and " passed, " in ln), "no summary line")
     assert rc == 0 and not fails, (

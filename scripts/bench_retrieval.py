@@ -398,13 +398,20 @@ def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
 
 
 def _rrf_k(k: int):
+    """Weighted RRF with constant k (lucidrag.fusion.fuse_rrf, the ranking before commit 84c8758)."""
     def apply(bench: Bench) -> Callable[[], None]:
         from lucidrag import fusion
-        # fuse(..., k=RRF_K) binds the default at definition time: patching RRF_K alone does nothing
+        from lucidrag import retrieve as r
+        if hasattr(fusion, "fuse_rrf"):  # convex combination is the default: switch back to RRF
+            rrf = fusion.fuse_rrf
+
+            def fuse(vector, keyword, vector_weight, *_: Any):
+                return rrf(vector, keyword, vector_weight, k=k)
+            return _set_attr(r, "fuse", fuse)
+        # older tree: fuse(..., k=RRF_K) bound the default at import, patching RRF_K alone does nothing
         old = fusion.fuse.__defaults__
         fusion.fuse.__defaults__ = (k,)
-        undo = _set_attr(fusion, "RRF_K", k)
-        return lambda: (setattr(fusion.fuse, "__defaults__", old), undo())
+        return lambda: setattr(fusion.fuse, "__defaults__", old)
     return apply
 
 
@@ -487,15 +494,17 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
 
 
 VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
-    "rrf_k=10": ("lucidrag.fusion.fuse k=10 (RRF_K, default 60)", _rrf_k(10)),
-    "rrf_k=20": ("lucidrag.fusion.fuse k=20", _rrf_k(20)),
-    "rrf_k=200": ("lucidrag.fusion.fuse k=200", _rrf_k(200)),
+    "rrf": ("weighted RRF k=60 instead of the default ranking", _rrf_k(60)),
+    "rrf_k=10": ("weighted RRF k=10", _rrf_k(10)),
+    "rrf_k=20": ("weighted RRF k=20", _rrf_k(20)),
+    "rrf_k=200": ("weighted RRF k=200", _rrf_k(200)),
     "pool=20": ("retrieve: candidate pool 20 per list (default max(4*top_k, 20) = 40)", _pool(20, 20)),
     "pool=100": ("retrieve: candidate pool 100 per list", _pool(100, 100)),
     "bm25=0.9/0.4": ("BM25Index k1=0.9, b=0.4 (bench/baseline.py; default 1.2/0.75)", _bm25(0.9, 0.4)),
     "bm25=1.5/0.75": ("BM25Index k1=1.5, b=0.75", _bm25(1.5, 0.75)),
     "query-unigrams": ("keyword.tokenize: queries also use CJK unigrams", _query_unigrams),
-    "score-fusion": ("fusion: convex combination of min-max normalised scores instead of RRF", _score_fusion),
+    "score-fusion": ("fusion: convex combination of min-max normalised scores, BM25 strength "
+                     "(the script's own copy; lucidrag's default since 84c8758)", _score_fusion),
 }
 
 
@@ -572,8 +581,10 @@ def apply_patches(patches: Sequence[str]) -> None:
             raise SystemExit(f"--patch: {module_name} has no attribute {attr}")
         value = json.loads(raw) if raw[:1] in "-0123456789[{tfn\"" else raw
         setattr(module, attr, value)
-        if module_name == "lucidrag.fusion" and attr == "RRF_K":  # fuse() bound the old value as its default
-            module.fuse.__defaults__ = (value,)
+        if module_name == "lucidrag.fusion" and attr == "RRF_K":  # bound as a default argument at import
+            target_fn = getattr(module, "fuse_rrf", module.fuse)
+            if target_fn.__defaults__:
+                target_fn.__defaults__ = (value,)
         print(f"patched {module_name}.{attr} = {value!r}", file=sys.stderr)
 
 

@@ -53,10 +53,15 @@ class LucidRag(KnowledgeEngine):
     async def on_knowledge_base_create(self, kb_id: str, config: dict) -> None:
         try:
             parse_creation_settings(config)
+            # Marks the KB as having no vectors yet, so nothing touches the vector DB before the
+            # first upsert (Milvus would create a 1536-dimension collection). Best effort.
+            await self.engine.create_knowledge_base(self.plugin, self._installation_id(), kb_id)
         except LucidRagError as error:
             # Raising would fail KB creation with a bare HTTP 500; the same message is shown on
             # every upload instead, where the operator sees it.
             logger.warning("kb=%s: created with invalid settings: %s", kb_id, error)
+        except Exception:  # noqa: BLE001 - raising would fail the KB creation with HTTP 500
+            logger.exception("kb=%s: could not record the new knowledge base", kb_id)
 
     async def on_knowledge_base_delete(self, kb_id: str) -> None:
         try:

@@ -187,10 +187,6 @@ async def load_meta(host: HostApi, kb_id: str) -> dict | None:
         return None
 
 
-async def load_metric(host: HostApi, kb_id: str) -> Metric | None:
-    return _metric_of(await load_meta(host, kb_id))
-
-
 async def save_meta(host: HostApi, kb_id: str, metric: Metric | None, vectors: bool) -> None:
     meta = {"metric": metric.value if metric else None, "vectors": vectors}
     try:

@@ -23,14 +23,14 @@ from .ingest import IngestOutcome, IngestRequest, ingest_file
 from .kbstate import LIST_PAGE, KnowledgeBaseState, load_meta, save_meta
 from .retrieve import Hit, RetrieveRequest, retrieve
 from .settings import parse_creation_settings, parse_retrieval_settings
-from .store import KEY_PREFIX, RecordStore, kb_prefix
+from .storage_keys import keys_of_kb, pending_kb_delete_key, pending_kb_deletes
+from .store import RecordStore
 
 logger = logging.getLogger(__name__)
 
 DELETE_BATCH = 100  # file ids per vector_delete(file_ids=...): the host deletes them one by one
 FILTER_DELETE_BATCH = 500  # file ids per vector_delete(filters={"file_id": {"$in": ...}}): one backend call
 KB_DELETE_BUDGET_S = 20.0  # on_knowledge_base_delete has ~30 s; the rest continues in the background
-PENDING_PREFIX = KEY_PREFIX.rsplit("kb/", 1)[0] + "pending-kb-delete/"  # lucidrag/v1/pending-kb-delete/<kb>
 MAX_FILTER_FETCH = 1000  # most vectors one filtered search asks for (see LocalFilterHost)
 
 
@@ -145,12 +145,11 @@ class Engine:
             return
         inst.resumed = True
         try:
-            keys = [k for k in await host.get_plugin_storage_keys() if k.startswith(PENDING_PREFIX)]
+            pending = pending_kb_deletes(await host.get_plugin_storage_keys())
         except Exception:  # noqa: BLE001 - storage is best effort
             return
-        for key in keys:
-            kb_id = key[len(PENDING_PREFIX):]
-            if kb_id and kb_id not in inst.background:
+        for kb_id in pending:
+            if kb_id not in inst.background:
                 logger.info("kb=%s: resuming an unfinished knowledge base deletion", kb_id)
                 inst.background[kb_id] = asyncio.get_running_loop().create_task(_KbDeletion(host, kb_id, []).run())
 
@@ -206,15 +205,14 @@ async def _delete_by_file_ids(host: HostApi, kb_id: str, file_ids: list[str]) ->
 
 async def _mark_pending(host: HostApi, kb_id: str) -> None:
     try:
-        await host.set_plugin_storage(PENDING_PREFIX + kb_id, json.dumps({"since": time.time()}).encode())
+        await host.set_plugin_storage(pending_kb_delete_key(kb_id), json.dumps({"since": time.time()}).encode())
     except Exception:  # noqa: BLE001 - storage is best effort
         pass
 
 
 async def _delete_storage(host: HostApi, kb_id: str) -> None:
-    prefix = kb_prefix(kb_id)
     try:
-        keys = [k for k in await host.get_plugin_storage_keys() if k.startswith(prefix) or k == PENDING_PREFIX + kb_id]
+        keys = keys_of_kb(await host.get_plugin_storage_keys(), kb_id)
         for key in keys:
             await host.delete_plugin_storage(key)
     except Exception as error:  # noqa: BLE001 - storage is best effort

@@ -17,7 +17,8 @@ from .host import HostApi, describe
 from .keyword import BM25Index
 from .records import ChunkRecord, FileRecord
 from .scoring import Metric
-from .store import RecordStore, kb_prefix
+from .storage_keys import meta_key
+from .store import RecordStore
 
 logger = logging.getLogger(__name__)
 
@@ -166,10 +167,6 @@ async def rebuild_from_vectors(host: HostApi, collection_id: str) -> list[FileRe
     return [FileRecord.from_vector_items(fid, its) for fid, its in by_file.items()]
 
 
-def _meta_key(kb_id: str) -> str:
-    return kb_prefix(kb_id) + "meta"
-
-
 def _metric_of(meta: dict | None) -> Metric | None:
     try:
         return Metric(meta["metric"]) if meta and meta.get("metric") else None
@@ -180,7 +177,7 @@ def _metric_of(meta: dict | None) -> Metric | None:
 async def load_meta(host: HostApi, kb_id: str) -> dict | None:
     """The KB's stored facts: {"metric": str | None, "vectors": bool}; None if unknown."""
     try:
-        raw = await host.get_plugin_storage(_meta_key(kb_id))
+        raw = await host.get_plugin_storage(meta_key(kb_id))
         meta = json.loads(raw) if raw else None
         return meta if isinstance(meta, dict) else None
     except Exception:  # noqa: BLE001 - missing key or storage down: calibrate again later
@@ -190,7 +187,7 @@ async def load_meta(host: HostApi, kb_id: str) -> dict | None:
 async def save_meta(host: HostApi, kb_id: str, metric: Metric | None, vectors: bool) -> None:
     meta = {"metric": metric.value if metric else None, "vectors": vectors}
     try:
-        await host.set_plugin_storage(_meta_key(kb_id), json.dumps(meta).encode())
+        await host.set_plugin_storage(meta_key(kb_id), json.dumps(meta).encode())
     except Exception as error:  # noqa: BLE001
         logger.warning("kb=%s: could not save the knowledge base's metadata (%s)", kb_id, describe(error))
 

@@ -12,21 +12,13 @@ import logging
 
 from .host import HostApi, describe
 from .records import FileRecord
+from .storage_keys import file_record_key, file_record_part_key, record_file_ids
 
 logger = logging.getLogger(__name__)
 
-KEY_PREFIX = "lucidrag/v1/kb/"
 PART_SIZE = 4 * 1024 * 1024  # bytes per storage value; big files are stored in parts
 _SINGLE = b"Z"
 _PARTS = b"P"
-
-
-def file_key(kb_id: str, file_id: str) -> str:
-    return f"{KEY_PREFIX}{kb_id}/file/{file_id}"
-
-
-def kb_prefix(kb_id: str) -> str:
-    return f"{KEY_PREFIX}{kb_id}/"
 
 
 class RecordStore:
@@ -34,7 +26,7 @@ class RecordStore:
         self.host = host
 
     async def save(self, kb_id: str, record: FileRecord) -> bool:
-        key = file_key(kb_id, record.file_id)
+        key = file_record_key(kb_id, record.file_id)
         blob = record.to_bytes()
         try:
             if len(blob) <= PART_SIZE:
@@ -42,7 +34,7 @@ class RecordStore:
                 return True
             parts = [blob[i : i + PART_SIZE] for i in range(0, len(blob), PART_SIZE)]
             for n, part in enumerate(parts):
-                await self.host.set_plugin_storage(f"{key}#{n}", part)
+                await self.host.set_plugin_storage(file_record_part_key(kb_id, record.file_id, n), part)
             await self.host.set_plugin_storage(key, _PARTS + str(len(parts)).encode())
             return True
         except Exception as error:  # noqa: BLE001 - storage is best effort by contract
@@ -51,7 +43,7 @@ class RecordStore:
             return False
 
     async def load(self, kb_id: str, file_id: str) -> FileRecord | None:
-        key = file_key(kb_id, file_id)
+        key = file_record_key(kb_id, file_id)
         try:
             head = await self.host.get_plugin_storage(key)
             if not head:
@@ -60,7 +52,7 @@ class RecordStore:
                 return FileRecord.from_bytes(head[1:])
             if head[:1] == _PARTS:
                 count = int(head[1:])
-                parts = [await self.host.get_plugin_storage(f"{key}#{n}") for n in range(count)]
+                parts = [await self.host.get_plugin_storage(file_record_part_key(kb_id, file_id, n)) for n in range(count)]
                 return FileRecord.from_bytes(b"".join(parts))
             raise ValueError("unknown record header")
         except Exception as error:  # noqa: BLE001
@@ -69,16 +61,15 @@ class RecordStore:
 
     async def file_ids(self, kb_id: str) -> list[str] | None:
         """File ids with a stored record in this KB, or None when storage is unavailable."""
-        prefix = kb_prefix(kb_id) + "file/"
         try:
             keys = await self.host.get_plugin_storage_keys()
         except Exception as error:  # noqa: BLE001
             logger.warning("kb=%s: could not list plugin storage (%s)", kb_id, describe(error))
             return None
-        return sorted({k[len(prefix):] for k in keys if k.startswith(prefix) and "#" not in k})
+        return record_file_ids(keys, kb_id)
 
     async def delete(self, kb_id: str, file_id: str) -> bool:
-        key = file_key(kb_id, file_id)
+        key = file_record_key(kb_id, file_id)
         try:
             head = await self.host.get_plugin_storage(key)
         except Exception:  # noqa: BLE001 - a missing key may raise; deleting it is still fine
@@ -86,7 +77,7 @@ class RecordStore:
         try:
             if head[:1] == _PARTS:
                 for n in range(int(head[1:])):
-                    await self.host.delete_plugin_storage(f"{key}#{n}")
+                    await self.host.delete_plugin_storage(file_record_part_key(kb_id, file_id, n))
             await self.host.delete_plugin_storage(key)
             return True
         except Exception as error:  # noqa: BLE001

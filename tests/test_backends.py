@@ -14,6 +14,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag import kbstate
 from lucidrag.scoring import Metric
+from lucidrag.storage_keys import pending_kb_delete_key
 from tests import samples
 from tests.conftest import FakePlugin, Harness
 
@@ -191,7 +192,7 @@ async def test_kb_delete_past_its_budget_finishes_in_the_background(monkeypatch)
 
     host.vector_delete = slow  # type: ignore[method-assign]
     await h.component.on_knowledge_base_delete(KB)  # returns within the budget
-    assert host.vector_count(KB) > 0 and any(k.startswith(engine_module.PENDING_PREFIX) for k in host.storage)
+    assert host.vector_count(KB) > 0 and any(k == pending_kb_delete_key(KB) for k in host.storage)
     inst = host.engine.installation("dedicated")
     await asyncio.gather(*inst.background.values())
     assert host.vector_count(KB) == 0 and not host.storage
@@ -203,7 +204,7 @@ async def test_an_unfinished_kb_delete_is_resumed_by_a_restarted_plugin():
     host = FakePlugin.milvus()
     h = Harness(host)
     await h.ingest(KB, "solar.txt", SOLAR)
-    host.storage[engine_module.PENDING_PREFIX + KB] = b"{}"  # the process died mid-deletion
+    host.storage[pending_kb_delete_key(KB)] = b"{}"  # the process died mid-deletion
     fresh = Harness(FakePlugin.milvus())
     fresh.host.collections, fresh.host.dims, fresh.host.storage = host.collections, host.dims, host.storage
     await fresh.retrieve("kb-other", "anything")

@@ -1,0 +1,73 @@
+"""The one place that knows how LucidRAG lays out its keys in LangBot's plugin storage.
+
+Plugin storage has no KB dimension, so every key carries the KB id. Nothing outside this module
+builds or parses a key.
+
+    lucidrag/v1/kb/<kb>/meta              the KB's facts (distance metric, "has vectors")
+    lucidrag/v1/kb/<kb>/file/<file>       a FileRecord (big ones in parts: <key>#0, #1, ...)
+    lucidrag/v1/kb/<kb>/journal/<file>    an ingest that started writing vectors and has not
+                                          committed yet (a crash leaves it behind)
+    lucidrag/v1/kb/<kb>/failed/<file>     why a file failed to ingest (shown in the console)
+    lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
+"""
+
+from __future__ import annotations
+
+ROOT = "lucidrag/v1/"
+_KB_ROOT = ROOT + "kb/"
+_PENDING_KB_DELETE = ROOT + "pending-kb-delete/"
+
+
+def kb_prefix(kb_id: str) -> str:
+    return f"{_KB_ROOT}{kb_id}/"
+
+
+def meta_key(kb_id: str) -> str:
+    return kb_prefix(kb_id) + "meta"
+
+
+def file_record_key(kb_id: str, file_id: str) -> str:
+    return f"{kb_prefix(kb_id)}file/{file_id}"
+
+
+def file_record_part_key(kb_id: str, file_id: str, part: int) -> str:
+    return f"{file_record_key(kb_id, file_id)}#{part}"
+
+
+def journal_key(kb_id: str, file_id: str) -> str:
+    return f"{kb_prefix(kb_id)}journal/{file_id}"
+
+
+def failure_key(kb_id: str, file_id: str) -> str:
+    return f"{kb_prefix(kb_id)}failed/{file_id}"
+
+
+def pending_kb_delete_key(kb_id: str) -> str:
+    return _PENDING_KB_DELETE + kb_id
+
+
+def _ids_under(keys: list[str], prefix: str) -> list[str]:
+    return sorted({k[len(prefix):] for k in keys if k.startswith(prefix) and "#" not in k[len(prefix):]})
+
+
+def record_file_ids(keys: list[str], kb_id: str) -> list[str]:
+    """File ids with a stored FileRecord, from a full key listing."""
+    return _ids_under(keys, kb_prefix(kb_id) + "file/")
+
+
+def journal_file_ids(keys: list[str], kb_id: str) -> list[str]:
+    return _ids_under(keys, kb_prefix(kb_id) + "journal/")
+
+
+def failure_file_ids(keys: list[str], kb_id: str) -> list[str]:
+    return _ids_under(keys, kb_prefix(kb_id) + "failed/")
+
+
+def pending_kb_deletes(keys: list[str]) -> list[str]:
+    return _ids_under(keys, _PENDING_KB_DELETE)
+
+
+def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
+    """Every key that belongs to one KB (its prefix and its pending-deletion marker)."""
+    prefix, pending = kb_prefix(kb_id), pending_kb_delete_key(kb_id)
+    return [k for k in keys if k.startswith(prefix) or k == pending]

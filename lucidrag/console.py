@@ -333,15 +333,11 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
 
 
 def _health(state: KnowledgeBaseState, interrupted: list[str], failed: int) -> dict[str, Any]:
-    if state.fresh and not state.files:
-        index = "empty"
-    else:
-        index = "ready"
     return {
         "files": len(state.files),
         "chunks": sum(len(r.chunks) for r in state.files.values()),
         "keyword_index_chunks": len(state.index),
-        "index_state": index,
+        "index_state": "ready" if state.files else "empty",
         "distance_metric": state.metric.value if state.metric else "",
         "unsaved_records": sorted(state.unsaved),
         "interrupted_files": interrupted,

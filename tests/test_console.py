@@ -126,6 +126,7 @@ async def test_invalid_creation_settings_are_flagged_and_every_upload_names_the_
     [problem] = detail["settings"]["problems"]
     assert problem["name"] == "chunk_overlap" and problem["value"] == 90 and problem["valid"] == "0-50"
     assert detail["settings"]["values"]["chunk_size"] == 100
+    assert detail["health"]["index_state"] == "empty" and detail["health"]["chunks"] == 0
 
     result = await harness.ingest(KB, "a.txt", SOLAR, settings={"chunk_size": 100, "chunk_overlap": 90})
     assert result.status == DocumentStatus.FAILED

@@ -57,28 +57,30 @@ class KbRef:
     description: str
 
 
-# What to do about a failure, keyed by words of the engine's own message (errors.py wording).
-_ADVICE: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("created with invalid settings",), "Create a new LucidRAG knowledge base with valid settings "
+# What to do about a failure, keyed by words of the engine's own message (errors.py wording). The
+# page shows the advice in the operator's language by its key (console.html: advice_<key>).
+_ADVICE: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("created with invalid settings",), "invalid_settings", "Create a new LucidRAG knowledge base with valid settings "
      "and upload the file there; creation settings cannot be changed."),
-    (("encrypted", "password"), "Remove the password (print to PDF or save an unprotected copy), "
+    (("encrypted", "password"), "encrypted", "Remove the password (print to PDF or save an unprotected copy), "
      "then upload it again."),
-    (("scan", "ocr", "image"), "Choose an OCR parser plugin for this knowledge base, or upload a "
+    (("scan", "ocr", "image"), "ocr", "Choose an OCR parser plugin for this knowledge base, or upload a "
      "version of the file with selectable text."),
-    (("embedding",), "Check the embedding model in LangBot (Models), then delete the file and "
+    (("embedding",), "embedding", "Check the embedding model in LangBot (Models), then delete the file and "
      "upload it again."),
-    (("vector database",), "Check the vector database in LangBot's settings, then delete the file "
+    (("vector database",), "vector_db", "Check the vector database in LangBot's settings, then delete the file "
      "and upload it again."),
 )
 _DEFAULT_ADVICE = "Follow the message above, delete the failed file in LangBot and upload it again."
 
 
-def advice_for(reason: str) -> str:
+def advice_for(reason: str) -> tuple[str, str]:
+    """(key, English text) of what to do about a failure."""
     lowered = reason.lower()
-    for words, advice in _ADVICE:
+    for words, key, advice in _ADVICE:
         if any(w in lowered for w in words):
-            return advice
-    return _DEFAULT_ADVICE
+            return key, advice
+    return "default", _DEFAULT_ADVICE
 
 
 class Console:
@@ -164,7 +166,7 @@ class Console:
                    "pages": "", "reason": "The plugin stopped while this file was being written "
                    "(LangBot shows it as interrupted).",
                    "advice": "Remove the vectors it left (button), then upload the file again. LangBot "
-                   "itself refuses to delete an interrupted file."}
+                   "itself refuses to delete an interrupted file.", "advice_key": "interrupted"}
                   for fid in interrupted if fid not in state.files]
         settings = await load_creation_settings(self.host, ref.kb_id)
         return {
@@ -311,14 +313,17 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         "pages": _pages(record),
         "reason": "",
         "advice": "",
+        "advice_key": "",
     }
     if status == "unsaved":
         row["reason"] = "Searchable, but its record could not be saved in plugin storage."
         row["advice"] = "Click 'Retry saving records'. Until then a plugin restart rebuilds it from the vector DB."
+        row["advice_key"] = "unsaved"
     return row
 
 
 def _failure_row(failure: FailureRecord) -> dict[str, Any]:
+    key, advice = advice_for(failure.reason)
     return {
         "file_id": failure.file_id,
         "title": failure.document_name,
@@ -327,7 +332,8 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
         "chunks": 0,
         "pages": "",
         "reason": failure.reason,
-        "advice": advice_for(failure.reason),
+        "advice": advice,
+        "advice_key": key,
         "failed_at": failure.failed_at,
     }
 

@@ -84,7 +84,7 @@ async def test_a_failed_file_shows_its_reason_and_what_to_do(harness: Harness, h
     row = rows(detail)[result.document_id]
     assert row["status"] == "failed" and row["format"] == "pdf"
     assert row["reason"] == result.error_message and re.search("password|encrypted", row["reason"])
-    assert "password" in row["advice"].lower()
+    assert "password" in row["advice"].lower() and row["advice_key"] == "encrypted"
     assert row["title"] == f"PDF file, {today()}"
     assert detail["health"]["failed_files"] == 1
 
@@ -364,3 +364,15 @@ def test_the_html_is_self_contained_and_translated():
     assert keys["en_US"] and keys["en_US"] == keys["zh_Hans"]
     used = set(re.findall(r'data-i18n="(\w+)"', html)) | set(re.findall(r"\bt\('(\w+)'[,)]", html))
     assert used <= keys["en_US"], used - keys["en_US"]
+
+
+def test_every_advice_the_backend_gives_is_translated_on_the_page():
+    from lucidrag import console
+
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"\n    (en_US|zh_Hans): \{(.*?)\n    \}", html, re.S))
+    advice_keys = {key for _, key, _ in console._ADVICE} | {"default", "interrupted", "unsaved"}
+    for lang, body in blocks.items():
+        missing = [k for k in advice_keys if f"advice_{k}:" not in body]
+        assert not missing, (lang, missing)
+    assert console.advice_for("This PDF is encrypted/password-protected.")[0] == "encrypted"

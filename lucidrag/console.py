@@ -121,8 +121,9 @@ class Console:
         except Exception as error:  # noqa: BLE001 - still show what storage knows, unnamed
             logger.warning("console: list_knowledge_bases failed (%s)", describe(error))
             return [KbRef(kb, "", "") for kb in ours]
-        return [KbRef(kb, str(listed[kb].get("name") or ""), str(listed[kb].get("description") or ""))
+        refs = [KbRef(kb, str(listed[kb].get("name") or ""), str(listed[kb].get("description") or ""))
                 for kb in ours if kb in listed]
+        return sorted(refs, key=lambda r: (r.name.lower(), r.kb_id))
 
     async def _kb(self, body: Mapping[str, Any]) -> KbRef:
         kb_id = str(body.get("kb_id") or "")

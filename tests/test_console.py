@@ -155,8 +155,9 @@ async def test_only_this_installations_lucidrag_knowledge_bases_are_shown_or_rea
     host.workspace_kbs["kb-theirs"] = "Theirs"
     host.storage[file_record_key("kb-deleted", "f1")] = b"x"  # left behind by a deleted KB
 
+    await create_kb(harness, host, "kb-0-second", "Zebra manuals")
     listed = [kb["kb_id"] for kb in (await api(page, "/overview"))["knowledge_bases"]]
-    assert listed == [KB]
+    assert listed == [KB, "kb-0-second"]  # by name, as the operator reads them
     for endpoint, body in [("/kb", {}), ("/search", {"query": "tea"}), ("/chunks", {"file_id": "f1"}),
                            ("/scan", {}), ("/repair", {"action": "retry_saving_records"})]:
         for kb_id in ("kb-theirs", "kb-other-engine", "kb-deleted"):

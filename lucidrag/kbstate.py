@@ -30,7 +30,7 @@ from .host import HostApi, describe
 from .keyword import BM25Index, TokenizedChunk, tokenize_chunks
 from .records import ChunkRecord, FileRecord
 from .scoring import Metric
-from .store import JournalEntry, KbMeta, KbStore, list_keys
+from .store import JournalEntry, KbMeta, KbStore, decode_record, list_keys
 from .vectorscan import file_vectors, list_all_vectors, records_from_items
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,8 @@ class KnowledgeBaseState:
             self.stored_ids = (self.stored_ids or set()) | set(record_ids)
             self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
         wanted = [f for f in record_ids if f not in self.files]
-        records = [r for r in await _gather_bounded([store.load_record(f) for f in wanted], LOAD_CONCURRENCY) if r]
+        blobs = await _gather_bounded([store.load_record_blob(f) for f in wanted], LOAD_CONCURRENCY)
+        records = await run_blocking(_decode_records, self.kb_id, list(zip(wanted, blobs)))
         if records:
             source = "plugin storage"
         elif self.has_vectors is False:
@@ -319,6 +320,10 @@ class KnowledgeBaseState:
                 self.chunks.pop(chunk.chunk_id, None)
             if file_id in self.index:
                 await run_blocking(self.index.remove, file_id)
+
+
+def _decode_records(kb_id: str, blobs: list[tuple[str, bytes | None]]) -> list[FileRecord]:
+    return [r for r in (decode_record(kb_id, f, b) for f, b in blobs) if r is not None]
 
 
 def _tokenize_records(records: list[FileRecord]) -> list[tuple[str, list[TokenizedChunk]]]:

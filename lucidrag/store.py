@@ -103,6 +103,16 @@ async def _delete(host: HostApi, key: str, what: str) -> bool:
         return False
 
 
+def decode_record(kb_id: str, file_id: str, blob: bytes | None) -> FileRecord | None:
+    if blob is None:
+        return None
+    try:
+        return FileRecord.from_bytes(blob)
+    except ValueError as error:
+        logger.warning("kb=%s file=%s: unreadable file record (%s)", kb_id, file_id, error)
+        return None
+
+
 class KbStore:
     """Plugin storage of one knowledge base."""
 
@@ -124,24 +134,24 @@ class KbStore:
         return await _set(self.host, file_record_key(self.kb_id, file_id), _PARTS + str(len(parts)).encode(), what)
 
     async def load_record(self, file_id: str) -> FileRecord | None:
+        return decode_record(self.kb_id, file_id, await self.load_record_blob(file_id))
+
+    async def load_record_blob(self, file_id: str) -> bytes | None:
+        """The stored record, still encoded (decode it with `decode_record`, off the event loop)."""
         head = await _get(self.host, file_record_key(self.kb_id, file_id))
-        if not head:
+        if not head or head[:1] == _SINGLE:
+            return head[1:] if head else None
+        if head[:1] != _PARTS or not head[1:].isdigit():
+            logger.warning("kb=%s file=%s: unreadable file record header", self.kb_id, file_id)
             return None
-        try:
-            if head[:1] == _SINGLE:
-                return FileRecord.from_bytes(head[1:])
-            if head[:1] == _PARTS:
-                parts = []
-                for n in range(int(head[1:])):
-                    part = await _get(self.host, file_record_part_key(self.kb_id, file_id, n))
-                    if part is None:
-                        raise ValueError(f"part {n} is missing")
-                    parts.append(part)
-                return FileRecord.from_bytes(b"".join(parts))
-            raise ValueError("unknown record header")
-        except ValueError as error:
-            logger.warning("kb=%s file=%s: unreadable file record (%s)", self.kb_id, file_id, error)
-            return None
+        parts = []
+        for n in range(int(head[1:])):
+            part = await _get(self.host, file_record_part_key(self.kb_id, file_id, n))
+            if part is None:
+                logger.warning("kb=%s file=%s: part %d of the file record is missing", self.kb_id, file_id, n)
+                return None
+            parts.append(part)
+        return b"".join(parts)
 
     async def delete_record(self, file_id: str) -> bool:
         key = file_record_key(self.kb_id, file_id)

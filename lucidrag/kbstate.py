@@ -272,6 +272,29 @@ class KnowledgeBaseState:
                 logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                self.kb_id, file_id, len(items))
 
+    async def rebuild_from_vector_db(self, host: HostApi, collection_id: str) -> int:
+        """Repair: forget what plugin storage said and derive everything from the vector DB again
+        (the "no vectors yet" mark included). Returns the number of files found."""
+        async with self.lock:
+            items = await list_all_vectors(host, collection_id)
+            records = await run_blocking(records_from_items, items)
+            async with self.index_guard:
+                self.files.clear()
+                self.chunks.clear()
+                self.index = BM25Index()
+            await self._index(records)
+            store = KbStore(host, self.kb_id)
+            self.fresh, self.has_vectors, self.loaded = False, True, True
+            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, True))
+            for record in records:
+                if await store.save_record(record):
+                    self.unsaved.discard(record.file_id)
+                else:
+                    self.unsaved.add(record.file_id)
+        logger.info("kb=%s: rebuilt from the vector DB: %d files / %d chunks", self.kb_id, len(self.files),
+                    len(self.chunks))
+        return len(records)
+
     def adopt_hit(self, result: dict[str, Any]) -> None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
         metadata so it can be returned with text and citation."""

@@ -183,3 +183,19 @@ async def test_loading_and_deleting_never_tokenise_or_reindex_on_the_event_loop(
     await back.component.delete_document(KB, listed[0]["file_id"])
     await back.ingest(KB, "extra.txt", TEA)
     assert on_loop == []
+
+
+async def test_repair_rebuilds_a_kb_that_storage_wrongly_calls_new(harness: Harness, host):
+    """The documented limit of the "no vectors yet" mark: the repair action undoes it."""
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    from lucidrag.store import KbMeta, KbStore
+
+    await KbStore(host, KB).save_meta(KbMeta(None, False))  # a stale mark, as if every write had failed
+    for key in [k for k in host.storage if "/file/" in k]:
+        del host.storage[key]
+    back = restarted(host)
+    assert await back.texts(KB, "solar array kilowatts") == []
+    state = back.host.engine.installation("dedicated").kb(KB)
+    assert await state.rebuild_from_vector_db(back.host, KB) == 1
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts"))[0]
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts"))[0]

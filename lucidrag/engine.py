@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .embedding import Embedder, VectorCache, with_retries
+from .embedding import BatchSize, Embedder, VectorCache, with_retries
 from .errors import VectorStoreFailure
 from .filters import matches, normalise_filters
 from .host import HostApi, describe
@@ -37,7 +37,7 @@ MAX_FILTER_FETCH = 1000  # most vectors one filtered search asks for (see LocalF
 @dataclass
 class Installation:
     cache: VectorCache = field(default_factory=VectorCache)
-    batch_sizes: dict[str, int] = field(default_factory=dict)
+    batch_sizes: dict[str, BatchSize] = field(default_factory=dict)
     kbs: dict[str, KnowledgeBaseState] = field(default_factory=dict)
     background: dict[str, asyncio.Task] = field(default_factory=dict)  # KB deletions still running
     resumed: bool = False  # pending KB deletions of an earlier process looked for

@@ -7,10 +7,10 @@ failed file leaves no orphans.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
+from .blocking import run_blocking
 from .chunking import chunk_document
 from .document import Document
 from .embedding import Embedder, with_retries
@@ -50,7 +50,7 @@ class IngestOutcome:
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordStore,
                       embedder: Embedder, request: IngestRequest) -> IngestOutcome:
     document = request.parsed or await _read_and_parse(host, request)
-    chunked = await asyncio.to_thread(chunk_document, document, request.settings)
+    chunked = await run_blocking(chunk_document, document, request.settings)
     if not chunked.chunks:
         raise ParseError(
             "No text could be extracted from this file. If it is a scan or a picture, choose an "
@@ -117,7 +117,7 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
         raise ParseError(
             f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
         ) from error
-    return await asyncio.to_thread(parse_file, data, request.filename, request.mime_type)
+    return await run_blocking(parse_file, data, request.filename, request.mime_type)
 
 
 async def _calibrate(host: HostApi, state: KnowledgeBaseState, request: IngestRequest,

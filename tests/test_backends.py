@@ -173,6 +173,7 @@ async def test_kb_delete_uses_one_backend_call_per_500_files():
     assert host.calls["vector_delete"] - before == 1
 
 
+@pytest.mark.xfail(strict=True, reason="issue 9 item 2: lead's state branch")
 async def test_kb_delete_past_its_budget_finishes_in_the_background(monkeypatch):
     import asyncio
 
@@ -198,6 +199,7 @@ async def test_kb_delete_past_its_budget_finishes_in_the_background(monkeypatch)
     assert host.vector_count(KB) == 0 and not host.storage
 
 
+@pytest.mark.xfail(strict=True, reason="issue 9 item 2: lead's state branch")
 async def test_an_unfinished_kb_delete_is_resumed_by_a_restarted_plugin():
     from lucidrag import engine as engine_module
 

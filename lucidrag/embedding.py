@@ -215,7 +215,7 @@ class Embedder:
         except HostConnectionLost:
             raise
         except Exception as error:  # noqa: BLE001 - host errors arrive as many types
-            if len(batch) > 1 and batch_too_large(error):
+            if batch_too_large(error):
                 raise _TooLarge(error) from error
             raise _failure(error) from error
         if not isinstance(vectors, list) or len(vectors) != len(batch):

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .embedding import Embedder, VectorCache, with_retries
+from .embedding import BatchSize, Embedder, VectorCache, with_retries
 from .errors import VectorStoreFailure
 from .filters import normalise_filters
 from .host import HostApi, describe
@@ -39,7 +39,7 @@ UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0
 @dataclass
 class Installation:
     cache: VectorCache = field(default_factory=VectorCache)
-    batch_sizes: dict[str, int] = field(default_factory=dict)
+    batch_sizes: dict[str, BatchSize] = field(default_factory=dict)
     kbs: dict[str, KnowledgeBaseState] = field(default_factory=dict)
     deletions: dict[str, KbDeletion] = field(default_factory=dict)  # KB deletions not finished yet
     discovered: bool = False  # unfinished work of an earlier process looked for

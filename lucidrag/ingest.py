@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from .blocking import run_blocking
 from .chunking import chunk_document
 from .document import Document
 from .embedding import Embedder, with_retries

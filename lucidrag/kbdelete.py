@@ -12,8 +12,7 @@ from __future__ import annotations
 import logging
 import time
 
-from .embedding import with_retries
-from .host import HostApi, describe
+from .host import HostApi, describe, with_retries
 from .store import KbStore
 from .vectorscan import LIST_PAGE, file_ids_of
 

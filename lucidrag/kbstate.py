@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .blocking import run_blocking
-from .embedding import with_retries
-from .host import HostApi, describe
+from .host import HostApi, describe, with_retries
 from .keyword import BM25Index, TokenizedChunk, tokenize_chunks
 from .records import ChunkRecord, FileRecord
 from .scoring import Metric

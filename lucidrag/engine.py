@@ -27,7 +27,7 @@ from .kbstate import KnowledgeBaseState
 from .localfilter import LocalFilterHost
 from .retrieve import Hit, RetrieveRequest, retrieve
 from .settings import parse_creation_settings, parse_retrieval_settings
-from .store import KbMeta, KbStore, list_keys
+from .store import KbMeta, KbStore, KeySnapshot, list_keys
 
 logger = logging.getLogger(__name__)
 
@@ -43,11 +43,14 @@ class Installation:
     kbs: dict[str, KnowledgeBaseState] = field(default_factory=dict)
     deletions: dict[str, KbDeletion] = field(default_factory=dict)  # KB deletions not finished yet
     discovered: bool = False  # unfinished work of an earlier process looked for
+    snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
         if state is None:
             state = self.kbs[kb_id] = KnowledgeBaseState(kb_id)
+            if self.snapshot is not None:
+                state.seed(self.snapshot)
         return state
 
 
@@ -166,7 +169,7 @@ class Engine:
         snapshot = await list_keys(host)
         if snapshot is None:
             return
-        inst.discovered = True
+        inst.discovered, inst.snapshot = True, snapshot
         for kb_id in snapshot.pending_kb_deletes():
             if kb_id not in inst.deletions:
                 logger.info("kb=%s: resuming an unfinished knowledge base deletion", kb_id)
@@ -174,7 +177,7 @@ class Engine:
         for kb_id in snapshot.kbs_with_journals():
             if kb_id not in inst.deletions:
                 state = inst.kb(kb_id)
-                state.journals |= set(snapshot.journal_ids(kb_id)) - state.in_flight
+                state.seed(snapshot)
                 if state.has_vectors is None:
                     meta = await KbStore(host, kb_id).load_meta()
                     state.has_vectors = meta.has_vectors if meta else None

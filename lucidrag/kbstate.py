@@ -29,7 +29,7 @@ from .host import HostApi, describe, with_retries
 from .keyword import BM25Index, TokenizedChunk, tokenize_chunks
 from .records import ChunkRecord, FileRecord
 from .scoring import Metric
-from .store import JournalEntry, KbMeta, KbStore, decode_record, list_keys
+from .store import JournalEntry, KbMeta, KbStore, KeySnapshot, decode_record, list_keys
 from .vectorscan import file_vectors, list_all_vectors, records_from_items
 
 logger = logging.getLogger(__name__)
@@ -102,9 +102,15 @@ class KnowledgeBaseState:
             snapshot = await list_keys(store.host)
             if snapshot is None:
                 return True  # unknown: assume it may exist (deleting first is always safe here)
+            self.seed(snapshot)
+        return file_id in (self.stored_ids or ()) or file_id in self.journals
+
+    def seed(self, snapshot: KeySnapshot) -> None:
+        """Learn which files have records and journal entries from a storage listing, unless this
+        process already knows (every later change of this KB went through this object)."""
+        if self.stored_ids is None:
             self.stored_ids = set(snapshot.record_ids(self.kb_id))
-            self.journals |= set(snapshot.journal_ids(self.kb_id))
-        return file_id in self.stored_ids or file_id in self.journals
+            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
 
     # ================================================================ loading
     async def ensure_loaded(self, host: HostApi, collection_id: str) -> None:
@@ -122,12 +128,11 @@ class KnowledgeBaseState:
             self.metric = self.metric or meta.metric
             if self.has_vectors is None:  # what this process learnt is newer than storage
                 self.has_vectors = meta.has_vectors
-        snapshot = await list_keys(host)
-        record_ids = snapshot.record_ids(self.kb_id) if snapshot else []
-        if snapshot is not None:
-            self.stored_ids = (self.stored_ids or set()) | set(record_ids)
-            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
-        wanted = [f for f in record_ids if f not in self.files]
+        if self.stored_ids is None:
+            snapshot = await list_keys(host)
+            if snapshot is not None:
+                self.seed(snapshot)
+        wanted = sorted(f for f in self.stored_ids or () if f not in self.files)
         blobs = await _gather_bounded([store.load_record_blob(f) for f in wanted], LOAD_CONCURRENCY)
         records = await run_blocking(_decode_records, self.kb_id, list(zip(wanted, blobs)))
         if records:

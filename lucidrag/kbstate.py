@@ -135,7 +135,7 @@ class KnowledgeBaseState:
         wanted = sorted(f for f in self.stored_ids or () if f not in self.files)
         blobs = await _gather_bounded([store.load_record_blob(f) for f in wanted], LOAD_CONCURRENCY)
         records = await run_blocking(_decode_records, self.kb_id, list(zip(wanted, blobs)))
-        if records:
+        if records or (self.stored_ids and not wanted):  # (all of them already in memory)
             source = "plugin storage"
         elif self.has_vectors is False:
             self.fresh = not self.files

@@ -199,3 +199,9 @@ async def test_repair_rebuilds_a_kb_that_storage_wrongly_calls_new(harness: Harn
     assert await state.rebuild_from_vector_db(back.host, KB) == 1
     assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts"))[0]
     assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts"))[0]
+
+
+async def test_a_kb_whose_records_are_all_in_memory_is_not_rebuilt_from_the_vector_db(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar array")
+    assert host.calls["vector_list"] == 0

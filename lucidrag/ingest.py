@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from .blocking import run_blocking
 from .chunking import chunk_document
-from .document import Document
+from .document import Document, document_name
 from .embedding import Embedder, with_retries
 from .errors import LucidRagError, ParseError, VectorStoreFailure
 from .host import HostApi, describe
@@ -57,7 +58,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "No text could be extracted from this file. If it is a scan or a picture, choose an "
             "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
         )
-    record = FileRecord.from_chunked(request.document_id, document.format, chunked)
+    record = FileRecord.from_chunked(request.document_id, document.format, chunked,
+                                     document_name(document, datetime.now(timezone.utc).date()))
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
     store = KbStore(host, request.kb_id)

@@ -315,6 +315,7 @@ class KnowledgeBaseState:
         self.chunks[chunk_id] = ChunkRecord(
             chunk_id, str(file_id), int(index) if isinstance(index, (int, float)) else 0, str(text),
             str(meta.get("heading") or ""), int(page) if isinstance(page, (int, float)) and page else None,
+            document_name=str(meta.get("document_name") or ""),
         )
 
     # ================================================================ internals

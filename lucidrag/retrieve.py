@@ -33,6 +33,9 @@ class Hit:
     content: str
     score: float
     format: str
+    # The parts of `score` (None: not a candidate of that search), for the console's "why this rank".
+    vector_score: float | None = None
+    keyword_score: float | None = None
 
     @property
     def distance(self) -> float:
@@ -46,6 +49,8 @@ class Hit:
             "page": self.chunk.page if self.chunk.page is not None else 0,
             "format": self.format,
             "citation": citation(self.format, self.chunk.page, self.chunk.heading),
+            # LangBot's Retrieve Test titles each card with this (else the file's UUID).
+            "document_name": self.chunk.document_name or f"{(self.format or 'unknown').upper()} file",
         }
         return meta
 
@@ -213,7 +218,8 @@ def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveReq
                 continue
             used.add((chunk.file_id, chunk.index))
             content = chunk.text
-        hits.append(Hit(chunk, content, round(fused.score, 6), file_format))
+        hits.append(Hit(chunk, content, round(fused.score, 6), file_format, fused.vector_score,
+                        fused.keyword_score))
     return hits
 
 

@@ -8,6 +8,7 @@ builds or parses a key.
     lucidrag/v1/kb/<kb>/journal/<file>    an ingest that started writing vectors and has not
                                           committed yet (a crash leaves it behind)
     lucidrag/v1/kb/<kb>/failed/<file>     why a file failed to ingest (shown in the console)
+    lucidrag/v1/kb/<kb>/settings          the KB's creation settings as last received (console)
     lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
 """
 
@@ -40,6 +41,15 @@ def journal_key(kb_id: str, file_id: str) -> str:
 
 def failure_key(kb_id: str, file_id: str) -> str:
     return f"{kb_prefix(kb_id)}failed/{file_id}"
+
+
+def settings_key(kb_id: str) -> str:
+    return kb_prefix(kb_id) + "settings"
+
+
+def kb_ids(keys: list[str]) -> list[str]:
+    """Every KB that has anything in plugin storage, from a full key listing."""
+    return sorted({k[len(_KB_ROOT):].split("/", 1)[0] for k in keys if k.startswith(_KB_ROOT)} - {""})
 
 
 def pending_kb_delete_key(kb_id: str) -> str:

@@ -31,6 +31,7 @@ default dimension 1536, and `vector_list` refuses offset + limit > 16384 (Milvus
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import math
 import re
@@ -49,6 +50,12 @@ __all__ = ["ActionCallTimeoutError", "ConnectionClosedError", "FakeHost", "HostE
 DIM = 64
 
 
+@functools.lru_cache(maxsize=65536)
+def _gram_slot(gram: str, dim: int) -> tuple[int, float]:
+    h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
+    return h % dim, 1.0 if (h >> 8) % 2 else -1.0
+
+
 def hash_embed(text: str, dim: int = DIM) -> list[float]:
     """Deterministic bag-of-ngrams embedding: texts sharing words/CJK bigrams are close."""
     vector = [0.0] * dim
@@ -57,8 +64,8 @@ def hash_embed(text: str, dim: int = DIM) -> list[float]:
     cjk = re.findall(r"[\u4e00-\u9fff]", lowered)
     grams += ["".join(p) for p in zip(cjk, cjk[1:])]
     for gram in grams or [lowered or " "]:
-        h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
-        vector[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
+        slot, sign = _gram_slot(gram, dim)
+        vector[slot] += sign
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
 

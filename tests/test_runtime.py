@@ -77,8 +77,8 @@ async def test_the_loop_stall_monitor_sees_a_blocking_call():
 
 
 async def test_eight_uploads_at_once_all_complete_under_the_bounded_executor(harness: Harness, host):
-    files = [distinct_text(str(i), 700) for i in range(8)]  # ~300 KB each
-    assert all(len(f) > 250_000 for f in files)
+    files = [distinct_text(str(i), 480) for i in range(8)]  # ~200 KB each
+    assert all(len(f) > 190_000 for f in files)
     results = await asyncio.gather(*(harness.ingest(KB, f"upload-{i}.txt", f) for i, f in enumerate(files)))
     assert [r.status for r in results] == [DocumentStatus.COMPLETED] * 8, [r.error_message for r in results]
     assert all(host.vectors_of(KB, r.document_id) for r in results)

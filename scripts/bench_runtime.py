@@ -5,7 +5,7 @@ blocking_work_scope, invocation binding, host calls that yield).
     /work/main/.venv/bin/python scripts/bench_runtime.py [--uploads 8] [--kb 1000]
 
 Prints, per scenario: concurrent uploads completed and the longest event-loop stall while they
-ran; embedding calls for one file after a 503 burst; the vector-mode score of a relevant passage
+ran, then the stall of the first keyword query after a restart (issue 9 item 4); embedding calls for one file after a 503 burst; the vector-mode score of a relevant passage
 with unit and ×8 vectors; bytes the vector cache holds per 1,536-dim vector and entries that fit
 in its bound. Runs against whatever `lucidrag` sits next to it, so the same script measures the
 old code when copied into an old checkout.
@@ -37,9 +37,10 @@ BURST = 6  # failed embedding calls in a row, as LangBot 4.11 reports a 503 ("AP
 def text_file(tag: str, kib: int) -> bytes:
     paragraph = (f"Section {{i}}. Unit {tag} part PX-{{i}} weighs {{w}} grams and ships from warehouse {{h}}. "
                  + "It is described at length so that every chunk has real content. " * 4)
-    out, i = [], 0
-    while sum(len(p) for p in out) < kib * 1024:
+    out, size, i = [], 0, 0
+    while size < kib * 1024:
         out.append(paragraph.format(i=i, w=i * 7, h=i % 9))
+        size += len(out[-1]) + 2
         i += 1
     return "\n\n".join(out).encode()
 
@@ -53,7 +54,16 @@ async def concurrent_uploads(n: int, kib: int) -> None:
     done = sum(r.status.value == "completed" for r in results)
     errors = {r.error_message[:90] for r in results if r.error_message}
     print(f"uploads: {done}/{n} files of {kib} KiB completed in {time.perf_counter() - t0:.1f} s; "
-          f"longest loop stall {monitor.longest * 1000:.0f} ms; errors: {sorted(errors) or 'none'}")
+          f"longest loop stall {monitor.longest * 1000:.0f} ms (the fake host's own work runs on this "
+          f"loop too); errors: {sorted(errors) or 'none'}")
+    restarted = Harness(FakePlugin())  # a restarted plugin process: state loads on the first query
+    restarted.host.collections, restarted.host.storage = harness.host.collections, harness.host.storage
+    chunks = harness.host.vector_count(KB)
+    t0 = time.perf_counter()
+    async with LoopStallMonitor() as monitor:
+        await restarted.retrieve(KB, "warehouse part weighs", settings={"search_mode": "keyword"})
+    print(f"first keyword query after a restart ({chunks:,} chunks): {time.perf_counter() - t0:.1f} s, "
+          f"longest loop stall {monitor.longest * 1000:.0f} ms")
 
 
 async def burst_then_file(kib: int) -> None:

@@ -79,11 +79,13 @@ def langbot_embedding_error(model: str, summary: str) -> HostError:
     return HostError(f"[EmbeddingError/RequesterError] [embedding_model_uuid={model}] Model request failed: {summary}")
 
 
-# How a "batch too large" refusal reaches the plugin. `langbot` is LangBot 4.11.2 (litellm maps the
-# provider's 400 to a summary without the status or the provider's text); the others are raw provider
-# texts, as hosts that pass them through show them.
+# How a "batch too large" refusal reaches the plugin. Through LangBot 4.11.2 (litellm, observed with
+# its venv against a local server): an OpenAI-style 400 → "Invalid request parameters" (`langbot`),
+# TEI's 413 → a bare litellm APIError → "API error" (`langbot-413`); status and provider text are
+# dropped. The others are raw provider texts, as hosts that pass them through show them.
 BATCH_ERRORS: dict[str, Callable[[str, int, int], HostError]] = {
     "langbot": lambda model, n, cap: langbot_embedding_error(model, "Invalid request parameters"),
+    "langbot-413": lambda model, n, cap: langbot_embedding_error(model, "API error"),
     "openai": lambda model, n, cap: HostError(
         f"[EmbeddingError/BadRequestError] [embedding_model_uuid={model}] Error code: 400 - {{'error': "
         f"{{'message': 'Too many inputs: {n}. The maximum number of inputs is {cap}.', "
@@ -97,11 +99,14 @@ BATCH_ERRORS: dict[str, Callable[[str, int, int], HostError]] = {
         f"error, batch size is invalid, it should not be larger than {cap}.: input.contents'}}}}"),
 }
 
-# A burst of provider failures, as LangBot 4.11.2 reports them.
+# A burst of provider failures, as LangBot 4.11.2 reports them (litellm RateLimitError; 500/502/503
+# are InternalServerError/BadGatewayError/ServiceUnavailableError, all "Unknown error" to LangBot).
 BURST_ERRORS: dict[str, str] = {
     "429": "Rate limit exceeded or insufficient balance",
-    "503": "API error",
+    "500": "Unknown error",
+    "503": "Unknown error",
     "timeout": "Request timed out",
+    "connection": "Connection failed",
 }
 
 

@@ -226,3 +226,37 @@ async def test_embedded_vectors_are_cached_as_unit_float32(harness: Harness, hos
     assert len(cache) == 1
     (vector,) = cache._entries.values()
     assert vector.typecode == "f" and math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-5)
+
+
+# LangBot 4.11.2 summaries as the plugin receives them, in the host's UI language
+# (pkg/i18n/locales/*.json of langbot 4.11.2).
+SUMMARIES = {
+    "en_US": ("Model request failed", "Rate limit exceeded or insufficient balance", "Unknown error",
+              "Invalid request parameters", "API error", "Invalid API key"),
+    "zh_Hans": ("模型请求失败", "请求过于频繁或余额不足", "未知错误", "请求参数错误", "API 错误", "API 密钥无效"),
+    "zh_Hant": ("模型請求失敗", "請求過於頻繁或餘額不足", "未知錯誤", "請求參數錯誤", "API 錯誤", "API 金鑰無效"),
+    "ja_JP": ("モデルへのリクエストに失敗しました", "リクエスト制限を超えたか、残高が不足しています", "不明なエラー",
+              "リクエストのパラメータが無効です", "API エラー", "API キーが無効です"),
+    "ru_RU": ("Ошибка запроса к модели", "Превышен лимит запросов или недостаточно средств", "Неизвестная ошибка",
+              "Некорректные параметры запроса", "Ошибка API", "Недействительный API-ключ"),
+    "vi_VN": ("Yêu cầu đến mô hình thất bại", "Vượt giới hạn yêu cầu hoặc số dư không đủ", "Lỗi không xác định",
+              "Tham số yêu cầu không hợp lệ", "Lỗi API", "Khóa API không hợp lệ"),
+}
+
+
+@pytest.mark.parametrize("locale", sorted(SUMMARIES))
+def test_langbot_error_summaries_are_classified_in_every_ui_language(locale):
+    from lucidrag.embedding import batch_too_large
+    from lucidrag.host import is_transient
+    from tests.fakes import HostError
+
+    failed, rate_limited, unknown, invalid, api_error, bad_key = SUMMARIES[locale]
+
+    def error(summary: str) -> HostError:
+        return HostError(f"[EmbeddingError/RequesterError] [embedding_model_uuid=5e3f0429-503a-4c1d-9e7f-"
+                         f"000000000429] {failed}: {summary}")
+
+    assert is_transient(error(rate_limited)) and is_transient(error(unknown))
+    assert not is_transient(error(invalid)) and not is_transient(error(api_error))
+    assert batch_too_large(error(invalid)) and batch_too_large(error(api_error))
+    assert not is_transient(error(bad_key)) and not batch_too_large(error(bad_key))

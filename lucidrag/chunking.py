@@ -23,6 +23,13 @@ from .settings import CreationSettings
 HEADING_SEPARATOR = " › "
 # Clause ends that the Unicode sentence rules ignore; used only when a sentence is too long.
 _CJK_CLAUSE_END = re.compile(r"(?<=[；;，,、：:])")
+# Lines longer than this many chunk sizes are cut before semantic-text-splitter (see bounded_runs).
+LONG_LINE_FACTOR = 4
+_RUN_BREAKS = (
+    re.compile(r"[.!?。！？…]+[\"'”’)）\]]*(?:\s+|(?=[^\x00-\x7f]))"),  # sentence end (Latin needs a space)
+    re.compile(r"\s+"),
+    re.compile(r"[；;，,、：:]+"),
+)
 
 
 @dataclass(frozen=True)
@@ -83,12 +90,73 @@ def split_text(text: str, size: int, overlap: int) -> list[str]:
     if len(text) <= size:
         return [text]
     pieces: list[str] = []
-    for piece in _splitter(size, overlap).chunks(text):
-        if len(piece) > size:  # a single sentence longer than size: cut at clause ends
-            pieces.extend(_split_long_sentence(piece, size, overlap))
-        else:
-            pieces.append(piece)
+    for run, breakable in bounded_runs(text, size, overlap):
+        if not breakable:
+            pieces.extend(_fixed_windows(run, size, overlap))
+            continue
+        for piece in _splitter(size, overlap).chunks(run):
+            if len(piece) > size:  # a single sentence longer than size: cut at clause ends
+                pieces.extend(_split_long_sentence(piece, size, overlap))
+            else:
+                pieces.append(piece)
     return [p for p in pieces if p.strip()]
+
+
+def bounded_runs(text: str, size: int, overlap: int) -> list[tuple[str, bool]]:
+    """Guard for the splitter: cut every line longer than LONG_LINE_FACTOR × size into runs.
+
+    semantic-text-splitter's time grows with the square of a stretch that has no line or sentence
+    boundary (a 2 MB line without whitespace took 90 s). A long line is cut at its last sentence
+    end, else whitespace, else clause mark in the second half of each window; a window with none
+    of these is an unbreakable run, returned with breakable=False and cut into fixed windows by
+    the caller (what the splitter would do, in linear time). Runs are consecutive slices of
+    `text`; unbreakable runs overlap by `overlap` characters, like their fixed windows."""
+    limit = LONG_LINE_FACTOR * size
+    if len(text) <= limit:
+        return [(text, True)]
+    runs: list[tuple[str, bool]] = []
+    stretch = 0  # start of the pending run of short lines
+    pos, end_of_text = 0, len(text)
+    while pos < end_of_text:
+        end = text.find("\n", pos)
+        end = end_of_text if end < 0 else end
+        if end - pos > limit:
+            if pos > stretch:
+                runs.append((text[stretch:pos], True))
+            runs.extend(_cut_long_line(text[pos:end], size, overlap, limit))
+            stretch = end
+        pos = end + 1
+    if stretch < end_of_text:
+        runs.append((text[stretch:], True))
+    return runs
+
+
+def _cut_long_line(line: str, size: int, overlap: int, limit: int) -> list[tuple[str, bool]]:
+    step = size - overlap
+    hard = max(1, (limit - overlap) // step) * step  # advance of one unbreakable run
+    runs: list[tuple[str, bool]] = []
+    pos = 0
+    while len(line) - pos > limit:
+        cut = _last_break(line, pos + limit // 2, pos + limit)
+        if cut is None:
+            runs.append((line[pos : pos + hard + overlap], False))
+            pos += hard
+        else:
+            runs.append((line[pos:cut], True))
+            pos = cut
+    runs.append((line[pos:], True))
+    return runs
+
+
+def _last_break(line: str, start: int, stop: int) -> int | None:
+    """End of the last sentence end, else whitespace, else clause mark in line[start:stop]."""
+    for pattern in _RUN_BREAKS:
+        last = None
+        for last in pattern.finditer(line, start, stop):
+            pass
+        if last is not None:
+            return last.end()
+    return None
 
 
 def split_table(text: str, size: int) -> list[str]:

@@ -1,0 +1,105 @@
+"""Hostile but legal files (issue 9 item 7): work and memory grow linearly with the file, and a
+file past a documented limit FAILS with a message naming the limit. Real generated files, real
+parsers; the assertions count characters and chunks, never time."""
+
+from __future__ import annotations
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag import chunking
+from lucidrag.chunking import chunk_document
+from lucidrag.parsing import parse_file
+from lucidrag.settings import parse_creation_settings
+from tests import hostile_files as h
+from tests.conftest import Harness
+
+KB = "kb-hostile"
+SIZE = 512
+
+
+def settings(**kwargs):
+    return parse_creation_settings({"embedding_model_uuid": "m", **kwargs})
+
+
+@pytest.fixture
+def embedded_chars(host) -> list[int]:
+    """Characters the fake embedding model received (the host only counts texts)."""
+    total = [0]
+    embed = host.embed_fn
+
+    def counting(text: str):
+        total[0] += len(text)
+        return embed(text)
+
+    host.embed_fn = counting
+    return total
+
+
+@pytest.fixture
+def splitter_inputs(monkeypatch) -> list[str]:
+    """Every text handed to semantic-text-splitter."""
+    seen: list[str] = []
+    real = chunking._splitter
+
+    class Recording:
+        def __init__(self, splitter) -> None:
+            self._splitter = splitter
+
+        def chunks(self, text: str):
+            seen.append(text)
+            return self._splitter.chunks(text)
+
+    monkeypatch.setattr(chunking, "_splitter", lambda size, overlap: Recording(real(size, overlap)))
+    return seen
+
+
+def _longest_line(texts: list[str]) -> int:
+    return max((len(line) for text in texts for line in text.split("\n")), default=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines without whitespace
+
+
+@pytest.mark.parametrize("data", [h.long_line(300_000), h.long_line(100_000, cjk=True), h.words_line(300_000)],
+                         ids=["latin", "cjk", "words-without-sentences"])
+def test_a_long_line_reaches_the_splitter_only_in_bounded_runs(data: bytes, splitter_inputs):
+    # The splitter's time grows with the square of a stretch without line or sentence breaks.
+    text = data.decode()
+    document = parse_file(data, "line.txt")
+    chunks = chunk_document(document, settings()).chunks
+
+    assert _longest_line(splitter_inputs) <= chunking.LONG_LINE_FACTOR * SIZE
+    assert all(len(c.text) <= SIZE for c in chunks)
+    assert len(chunks) <= 1.3 * len(text) / (SIZE - 64) + 2
+    covered = "".join(c.text for c in chunks)
+    assert len(covered) >= len(text.replace(" ", "")) * 0.99  # nothing dropped
+
+
+def test_an_unbreakable_run_is_cut_into_overlapping_windows_that_cover_it():
+    text = h.long_line(50_000).decode()
+    pieces = chunking.split_text(text, 300, 50)
+    assert all(len(p) <= 300 for p in pieces)
+    assert pieces[0] == text[:300]
+    for a, b in zip(pieces, pieces[1:]):
+        assert b.startswith(a[-50:])  # the overlap carries across run boundaries too
+    assert text.endswith(pieces[-1])
+
+
+async def test_a_2mb_line_without_whitespace_ingests_with_linear_chunks(harness: Harness, host, embedded_chars,
+                                                                         splitter_inputs):
+    data = h.long_line(2_000_000)
+    result = await harness.ingest(KB, "line.txt", data)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert host.vector_count(KB) <= 1.2 * len(data) / (SIZE - 64)
+    assert embedded_chars[0] <= 1.2 * len(data)
+    assert _longest_line(splitter_inputs) <= chunking.LONG_LINE_FACTOR * SIZE
+
+
+def test_normal_prose_is_chunked_exactly_as_before(splitter_inputs):
+    # The guard only touches lines longer than LONG_LINE_FACTOR × chunk_size.
+    text = "\n\n".join(f"Paragraph {i}. " + "Words of a normal sentence here. " * 10 for i in range(300))
+    assert chunking.split_text(text, SIZE, 64) == [
+        p for p in chunking._splitter(SIZE, 64).chunks(text) if p.strip()]
+    assert splitter_inputs[0] == text.strip()

@@ -16,6 +16,7 @@ from tests.conftest import Harness
 
 KB = "kb-hostile"
 SIZE = 512
+LINE_BOUND = 4 * SIZE  # lucidrag.limits.LONG_LINE_FACTOR × the default chunk_size
 
 
 def settings(**kwargs):
@@ -70,16 +71,17 @@ def test_a_long_line_reaches_the_splitter_only_in_bounded_runs(data: bytes, spli
     document = parse_file(data, "line.txt")
     chunks = chunk_document(document, settings()).chunks
 
-    assert _longest_line(splitter_inputs) <= chunking.LONG_LINE_FACTOR * SIZE
+    assert _longest_line(splitter_inputs) <= LINE_BOUND
     assert all(len(c.text) <= SIZE for c in chunks)
     assert len(chunks) <= 1.3 * len(text) / (SIZE - 64) + 2
     covered = "".join(c.text for c in chunks)
     assert len(covered) >= len(text.replace(" ", "")) * 0.99  # nothing dropped
 
 
-def test_an_unbreakable_run_is_cut_into_overlapping_windows_that_cover_it():
+def test_an_unbreakable_run_is_cut_into_overlapping_windows_that_cover_it(splitter_inputs):
     text = h.long_line(50_000).decode()
     pieces = chunking.split_text(text, 300, 50)
+    assert _longest_line(splitter_inputs) <= 4 * 300
     assert all(len(p) <= 300 for p in pieces)
     assert pieces[0] == text[:300]
     for a, b in zip(pieces, pieces[1:]):
@@ -94,7 +96,7 @@ async def test_a_2mb_line_without_whitespace_ingests_with_linear_chunks(harness:
     assert result.status == DocumentStatus.COMPLETED, result.error_message
     assert host.vector_count(KB) <= 1.2 * len(data) / (SIZE - 64)
     assert embedded_chars[0] <= 1.2 * len(data)
-    assert _longest_line(splitter_inputs) <= chunking.LONG_LINE_FACTOR * SIZE
+    assert _longest_line(splitter_inputs) <= LINE_BOUND
 
 
 def test_normal_prose_is_chunked_exactly_as_before(splitter_inputs):
@@ -103,3 +105,53 @@ def test_normal_prose_is_chunked_exactly_as_before(splitter_inputs):
     assert chunking.split_text(text, SIZE, 64) == [
         p for p in chunking._splitter(SIZE, 64).chunks(text) if p.strip()]
     assert splitter_inputs[0] == text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Wide tables
+
+
+@pytest.mark.parametrize("name,data", [
+    ("wide.csv", h.wide_csv(5000, 7)),
+    ("wide.xlsx", h.wide_xlsx(3000, 5)),
+    ("wide.html", h.wide_html(600, 3)),
+], ids=["csv-5000-columns", "xlsx-3000-columns", "html-600-columns"])
+def test_a_wide_table_embeds_a_small_multiple_of_its_text(name: str, data: bytes):
+    document = parse_file(data, name)
+    chunks = chunk_document(document, settings()).chunks
+    embedded = sum(len(c.embed_text) for c in chunks)
+
+    assert embedded <= 2 * len(document.text)  # was 220× for the 5,000-column CSV
+    assert len(chunks) <= 3 * len(document.text) / SIZE + 4
+    assert all(len(c.text) <= SIZE for c in chunks)
+    # Each piece is a table whose header names its columns next to the first (key) column.
+    piece = next(c.text for c in chunks if "col_00420 |" in c.text.split("\n", 1)[0])
+    assert piece.startswith("| col_00000 | ")
+    assert piece.split("\n")[1].startswith("|---|")
+
+
+async def test_the_5000_column_csv_of_issue_9_sends_its_text_not_57_million_characters(
+        harness: Harness, embedded_chars):
+    data = h.wide_csv(5000, 7)
+    result = await harness.ingest(KB, "wide.csv", data)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert embedded_chars[0] <= 3 * len(data)
+
+
+def test_every_value_of_a_wide_table_is_kept_under_a_short_header():
+    data = h.wide_csv(1000, 3)
+    chunks = chunk_document(parse_file(data, "wide.csv"), settings()).chunks
+    headers = {c.text.split("\n")[0] for c in chunks}
+    assert all(len(header) <= SIZE // 4 for header in headers)
+    names = [cell.strip() for header in headers for cell in header.strip("|").split("|")]
+    assert sorted(set(names)) == [f"col_{n:05d}" for n in range(1000)]
+    assert len(names) == 999 + len(headers)  # the key column is repeated in each group
+    values = [cell.strip() for c in chunks for line in c.text.split("\n")[2:] for cell in line.strip("|").split("|")]
+    assert len(values) == 3 * 999 + 3 * len(headers)  # every value once, plus the row's key per group
+
+
+def test_one_cell_rows_under_a_very_wide_header_are_not_padded():
+    data = h.ragged_csv(5000, 5000)
+    document = parse_file(data, "ragged.csv")
+    assert len(document.text) <= 2 * len(data)  # padding made it 5,000 × 5,000 cells
+    assert "row 4999" in document.text

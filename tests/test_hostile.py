@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag import chunking
+from lucidrag import chunking, limits
 from lucidrag.chunking import chunk_document
+from lucidrag.errors import LimitExceeded, ParseError
 from lucidrag.parsing import parse_file
 from lucidrag.settings import parse_creation_settings
 from tests import hostile_files as h
+from tests import samples
 from tests.conftest import Harness
 
 KB = "kb-hostile"
@@ -155,3 +157,65 @@ def test_one_cell_rows_under_a_very_wide_header_are_not_padded():
     document = parse_file(data, "ragged.csv")
     assert len(document.text) <= 2 * len(data)  # padding made it 5,000 × 5,000 cells
     assert "row 4999" in document.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Archives and the characters limit
+
+
+async def test_a_zip_that_expands_hundreds_of_times_fails_naming_the_ratio_and_leaves_nothing(
+        harness: Harness, host, embedded_chars):
+    data = h.text_bomb_zip(members=20, chars_per_member=2_000_000)  # 40 M characters from ~140 KB
+    result = await harness.ingest(KB, "reports.zip", data)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 100 times its own size" in result.error_message
+    assert "upload them unzipped" in result.error_message
+    assert embedded_chars[0] == 0 and host.vector_count(KB) == 0
+
+
+def test_the_zip_bomb_is_refused_before_its_members_are_unpacked(monkeypatch):
+    from lucidrag.parsing import archive
+
+    unpacked: list[int] = []
+    real_read = archive._read
+    monkeypatch.setattr(archive, "_read", lambda *a: unpacked.append(1) or real_read(*a))
+    with pytest.raises(ParseError, match="times its own size"):
+        parse_file(h.text_bomb_zip(members=20, chars_per_member=2_000_000), "reports.zip")
+    assert unpacked == []  # the declared sizes already tell
+    # Under ZIP_RATIO_FLOOR_BYTES unpacked the ratio does not apply: 2 MB from a ~3 KB archive.
+    document = parse_file(h.text_bomb_zip(members=1, chars_per_member=2_000_000), "one.zip")
+    assert len(document.text) == 2_000_000
+
+
+async def test_an_archive_past_the_characters_limit_fails_and_says_what_to_do(harness: Harness, host,
+                                                                             embedded_chars, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    members = {f"notes_{n}.txt": h.words_line(30_000, seed=n) for n in range(3)}
+    result = await harness.ingest(KB, "notes.zip", samples.zip_bytes(members))
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message == (
+        "This .zip archive holds more than 50,000 characters of text, the most LucidRAG indexes from "
+        "one file. Split it into smaller archives and upload them separately.")
+    assert embedded_chars[0] == 0 and host.vector_count(KB) == 0
+
+
+def test_nested_archives_count_against_the_same_characters_budget(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    inner = samples.zip_bytes({f"n{n}.txt": h.words_line(20_000, seed=n) for n in range(2)})
+    outer = samples.zip_bytes({"a.zip": inner, "b.txt": h.words_line(20_000, seed=9)})
+    with pytest.raises(LimitExceeded, match="more than 50,000 characters"):
+        parse_file(outer, "outer.zip")
+    # within the budget, nothing changes
+    document = parse_file(samples.zip_bytes({"a.zip": inner}), "outer.zip")
+    assert len(document.text) >= 40_000
+
+
+async def test_a_plain_file_past_the_characters_limit_fails_with_the_limit_in_the_message(
+        harness: Harness, host, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    result = await harness.ingest(KB, "big.txt", h.words_line(60_000))
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 50,000 characters of text" in result.error_message
+    assert "Split it into smaller files" in result.error_message
+    assert host.vector_count(KB) == 0
+

@@ -249,9 +249,9 @@ $( [ "$OFFLINE" = 1 ] && echo "    LLM:           model \"retrieval-preview\" ->
     Plugin:        this checkout, attached with lbp run (reload code: kill -HUP $$)
     Marketplace:   $([ "$MARKET" = true ] && echo "on (Extensions -> Add Extension -> Marketplace, e.g. LocalAgent)" || echo "off (--offline)")
 
-  Knowledge -> create a knowledge base -> engine "LucidRAG" -> Save$( [ "$OFFLINE" = 1 ] && echo ", then embedding model \"offline-embed\" -> Save" ).
-$( [ "$OFFLINE" = 1 ] && echo "  Pipelines -> a pipeline -> AI: runner \"Knowledge base preview\", model \"retrieval-preview\", your
-  knowledge base -> Save -> Debug chat: the answer shows what the bot would be told." )
+  Knowledge -> + -> name, engine "LucidRAG" -> Save -> embedding model$( [ "$OFFLINE" = 1 ] && echo " \"offline-embed\"") -> Save -> Documents.
+$( [ "$OFFLINE" = 1 ] && echo "  Processors -> + -> Pipeline, runner \"Knowledge base preview\" -> Submit -> AI: model \"retrieval-preview\",
+  Add Knowledge Base -> Save -> Debug Chat: the answer shows what the bot would be told." )
   Ctrl-C stops everything.
 
 EOF

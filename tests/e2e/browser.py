@@ -163,9 +163,12 @@ class Journey:
     def upload(self, good: str, bad: str) -> None:
         p = self.page
         p.get_by_text("Documents", exact=True).first.click()
-        for path in (good, bad):
-            p.locator("input[type=file]").set_input_files(path)
+        for path in (good, bad):  # as a user does: click the drop zone, pick the file in the dialog
+            with p.expect_file_chooser() as chooser:
+                p.get_by_text("Drag and drop files here or click to upload").first.click()
+            chooser.value.set_files(path)
             self.wait_text("uploaded successfully", 30_000)
+            p.wait_for_timeout(1500)  # the dialog is busy until POST …/files returns
         # the file list shows storage keys, not names: rows are told apart by their extension
         statuses: dict[str, str] = {}
         t0 = time.time()

@@ -11,7 +11,7 @@ attach LucidRAG and the runner itself. Then it clicks through:
   log in -> create a LucidRAG knowledge base through the form (two steps: the engine's settings
   appear after the first Save) -> upload a good and a broken file -> both reach their status in the
   file list -> Retrieve Test finds the good file's passage -> a pipeline with the KB bound answers in
-  its debug chat with that passage -> the LucidRAG console page shows the broken file's reason.
+  its debug chat with that passage -> Plugin Pages -> LucidRAG Console shows the broken file's reason.
 
 One `[PASS] browser.<what>` / `[FAIL] browser.<what>` line per step, a screenshot per step in
 --shots (git-ignored .e2e-artifacts/browser/ by default), last line `N passed, M failed`.
@@ -224,19 +224,32 @@ class Journey:
         answered = self.wait_text("source:", 60_000) and self.wait_text(expect, 5_000)
         self.step(f"debug chat: the bot is told the passage with '{expect}' and its source", answered)
 
-    def console(self, reason: str) -> None:
+    def console(self, kb_name: str, bad_name: str, reason: str) -> None:
+        """Sidebar -> Plugin Pages -> LucidRAG Console (a sandboxed iframe); pick the KB; read the
+        broken file's row: its reason and what to do."""
         p = self.page
-        link = p.get_by_text(re.compile(r"LucidRAG( console| 控制台)?$", re.I))
-        side = [i for i in range(link.count()) if link.nth(i).is_visible()]
-        if not side:
-            self.step("console page listed in LangBot's sidebar", False, "no 'LucidRAG' entry in the sidebar")
+        link = p.get_by_text("LucidRAG Console", exact=True)
+        try:
+            link.first.wait_for(state="visible", timeout=20_000)
+        except Exception:  # noqa: BLE001
+            self.step("console page listed in the sidebar (Plugin Pages -> LucidRAG Console)", False,
+                      "no 'LucidRAG Console' entry")
             return
-        link.nth(side[0]).click()
-        p.wait_for_timeout(1500)
-        frames = [f for f in p.frames if f != p.main_frame]
-        found = self.wait_text(reason, 30_000) or any(
-            reason.lower() in (f.locator("body").inner_text(timeout=10_000) or "").lower() for f in frames)
-        self.step(f"console shows the broken file's reason ('{reason}')", found, f"{len(frames)} frames")
+        link.first.click()
+        console = p.frame_locator("iframe").first
+        body = console.locator("body")
+        try:
+            body.get_by_text("Files", exact=True).first.wait_for(timeout=30_000)
+            select = body.locator("select").first
+            label = next(o for o in select.locator("option").all_inner_texts() if o.startswith(kb_name))
+            select.select_option(label=label)
+            body.get_by_text(re.compile(re.escape(reason), re.I)).first.wait_for(timeout=30_000)
+            text = body.inner_text(timeout=10_000)
+        except Exception as e:  # noqa: BLE001  the screenshot shows what was there instead
+            text = f"(not found: {type(e).__name__}: {str(e).splitlines()[0][:200]})"
+        row = next((ln for ln in text.splitlines() if reason.lower() in ln.lower()), "")
+        self.step(f"console, KB {kb_name}: the broken {bad_name} shows its reason and what to do",
+                  bool(row) and "what to do" in text.lower(), short(row or text, 200))
 
 
 def attach(api: Api, args) -> tuple[PluginProc, PluginProc]:
@@ -271,7 +284,7 @@ def main() -> int:
     ap.add_argument("--lbp", default="", help="attach LucidRAG (and the runner) with this lbp first")
     ap.add_argument("--good-file", required=True)
     ap.add_argument("--bad-file", required=True)
-    ap.add_argument("--bad-reason", default="damaged", help="text of the broken file's reason")
+    ap.add_argument("--bad-reason", default="This PDF is damaged", help="text of the broken file's reason")
     ap.add_argument("--query", default="What torque does the Zorblatt valve need?")
     ap.add_argument("--expect", default="47 newton-metres")
     ap.add_argument("--embed-model", default="offline-embed")
@@ -302,8 +315,7 @@ def main() -> int:
         print(f"{R.passed} passed, {R.failed} failed", flush=True)
         return 1
     api.token = b["data"]["token"]
-    has_page = os.path.isdir(os.path.join(args.plugin_dir, "components", "page")) or \
-        "Page:" in open(os.path.join(args.plugin_dir, "manifest.yaml"), encoding="utf-8").read()
+    has_page = "Page:" in open(os.path.join(args.plugin_dir, "manifest.yaml"), encoding="utf-8").read()
     plugin = runner = None
     with sync_playwright() as pw:
         try:
@@ -323,10 +335,10 @@ def main() -> int:
             j.retrieve_test(args.query, args.expect)
             j.pipeline("browser-e2e", args.query, args.expect)
             if args.console == "yes" or (args.console == "auto" and has_page):
-                j.console(args.bad_reason)
+                j.console("browser-e2e", os.path.basename(args.bad_file), args.bad_reason)
             else:
-                print("SKIPPED browser.console: this checkout has no Page component (components/page/), so there "
-                      "is no LucidRAG console to open yet", flush=True)
+                print("SKIPPED browser.console: this checkout has no Page component (manifest.yaml), so there "
+                      "is no LucidRAG console to open", flush=True)
         except Stop as e:
             print(f"       stopped after a failed step: {e}", flush=True)
         except Exception as e:  # noqa: BLE001  a broken step must still give a FAIL line and a screenshot

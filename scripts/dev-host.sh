@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
     --data=*) DATA=${1#*=} ;;
     --port) PORT=${2:?}; shift ;;
     --port=*) PORT=${1#*=} ;;
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

@@ -224,10 +224,13 @@ class Journey:
         answered = self.wait_text("source:", 60_000) and self.wait_text(expect, 5_000)
         self.step(f"debug chat: the bot is told the passage with '{expect}' and its source", answered)
 
-    def console(self, kb_name: str, bad_name: str, reason: str) -> None:
+    def console(self, api: Api, kb_uuid: str, kb_name: str, bad_name: str, reason: str) -> None:
         """Sidebar -> Plugin Pages -> LucidRAG Console (a sandboxed iframe); pick the KB; read the
-        broken file's row: its reason and what to do."""
+        broken file's own row (found by the file id LangBot gave it): status, reason, what to do."""
         p = self.page
+        s, b = api.call("GET", f"/api/v1/knowledge/bases/{kb_uuid}/files")
+        rows = (b.get("data") or {}).get("files", []) if ok_body(s, b) else []
+        bad_id = next((r["uuid"] for r in rows if r.get("file_name", "").endswith(os.path.splitext(bad_name)[1])), "")
         link = p.get_by_text("LucidRAG Console", exact=True)
         try:
             link.first.wait_for(state="visible", timeout=20_000)
@@ -236,20 +239,22 @@ class Journey:
                       "no 'LucidRAG Console' entry")
             return
         link.first.click()
-        console = p.frame_locator("iframe").first
-        body = console.locator("body")
+        body = p.frame_locator("iframe").first.locator("body")
+        detail = ""
         try:
-            body.get_by_text("Files", exact=True).first.wait_for(timeout=30_000)
-            select = body.locator("select").first
-            label = next(o for o in select.locator("option").all_inner_texts() if o.startswith(kb_name))
-            select.select_option(label=label)
-            body.get_by_text(re.compile(re.escape(reason), re.I)).first.wait_for(timeout=30_000)
-            text = body.inner_text(timeout=10_000)
+            select = body.locator("[data-testid=kb-select]")
+            select.locator("option").first.wait_for(state="attached", timeout=30_000)
+            select.select_option(value=kb_uuid)
+            row = body.locator(f'[data-testid=file-row][data-file-id="{bad_id}"]')
+            row.wait_for(timeout=30_000)
+            status = row.get_attribute("data-status")
+            shown = row.locator("[data-testid=file-reason]").inner_text(timeout=10_000)
+            advice = row.locator("[data-testid=file-advice]").inner_text(timeout=10_000)
+            ok = status == "failed" and reason.lower() in shown.lower() and bool(advice.strip())
+            detail = f"row {bad_id[:8]}: {status}; {short(shown, 120)} / {short(advice, 80)}"
         except Exception as e:  # noqa: BLE001  the screenshot shows what was there instead
-            text = f"(not found: {type(e).__name__}: {str(e).splitlines()[0][:200]})"
-        row = next((ln for ln in text.splitlines() if reason.lower() in ln.lower()), "")
-        self.step(f"console, KB {kb_name}: the broken {bad_name} shows its reason and what to do",
-                  bool(row) and "what to do" in text.lower(), short(row or text, 200))
+            ok, detail = False, f"row {bad_id[:8] or '?'} not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        self.step(f"console, KB {kb_name}: the broken {bad_name} shows its reason and what to do", ok, detail)
 
 
 def attach(api: Api, args) -> tuple[PluginProc, PluginProc]:
@@ -335,7 +340,7 @@ def main() -> int:
             j.retrieve_test(args.query, args.expect)
             j.pipeline("browser-e2e", args.query, args.expect)
             if args.console == "yes" or (args.console == "auto" and has_page):
-                j.console("browser-e2e", os.path.basename(args.bad_file), args.bad_reason)
+                j.console(api, kb_uuid, "browser-e2e", os.path.basename(args.bad_file), args.bad_reason)
             else:
                 print("SKIPPED browser.console: this checkout has no Page component (manifest.yaml), so there "
                       "is no LucidRAG console to open", flush=True)

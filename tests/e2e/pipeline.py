@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,7 +46,7 @@ class Stage:
     pipeline_uuid: str = ""
     model_uuid: str = ""
     ok: bool = False
-    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0          # time spent in this stage (setup + questions), printed at teardown
 
     def check(self, what: str, ok: bool, detail: str = "") -> bool:
         return self.report.check(f"pipeline.{what}", ok, detail)
@@ -80,6 +80,16 @@ def passages(prompt: str) -> list[Passage]:
 def setup(stage: Stage, *, lbp: str, workdir: str, debug_url: str, debug_key: str, llm_base: str,
           kb_uuid: str, log_path: str, pid_file: str | None = None) -> bool:
     """Attach the fixture runner, register the LLM, create the pipeline bound to the KB."""
+    t_start = time.time()
+    try:
+        return _setup(stage, lbp=lbp, workdir=workdir, debug_url=debug_url, debug_key=debug_key, llm_base=llm_base,
+                      kb_uuid=kb_uuid, log_path=log_path, pid_file=pid_file)
+    finally:
+        stage.seconds += time.time() - t_start
+
+
+def _setup(stage: Stage, *, lbp: str, workdir: str, debug_url: str, debug_key: str, llm_base: str,
+           kb_uuid: str, log_path: str, pid_file: str | None) -> bool:
     api = stage.api
     copy = os.path.join(workdir, "fixture_runner")
     shutil.rmtree(copy, ignore_errors=True)
@@ -167,6 +177,14 @@ def check_question(stage: Stage, q: dict, label: str) -> None:
 
 
 def before_delete(stage: Stage, sc: dict) -> None:
+    t_start = time.time()
+    try:
+        _before_delete(stage, sc)
+    finally:
+        stage.seconds += time.time() - t_start
+
+
+def _before_delete(stage: Stage, sc: dict) -> None:
     if not stage.ok:
         return
     for q in sc.get("questions", []):
@@ -183,7 +201,9 @@ def after_delete(stage: Stage, sc: dict, deleted_name: str) -> None:
     d = sc.get("deleted")
     if not stage.ok or not d:
         return
+    t_start = time.time()
     data, reqs, err = ask(stage, d["query"])
+    stage.seconds += time.time() - t_start
     blob = repr(reqs).lower()
     leaked = d["expect_text"].lower() in blob
     stage.check(f"after deleting {deleted_name}, its text ('{d['expect_text']}') never reaches the LLM",
@@ -194,6 +214,7 @@ def after_delete(stage: Stage, sc: dict, deleted_name: str) -> None:
 
 
 def teardown(stage: Stage) -> None:
+    print(f"       pipeline stage took {stage.seconds:.1f}s", flush=True)
     if stage.pipeline_uuid:
         s, b = stage.api.call("DELETE", f"/api/v1/pipelines/{stage.pipeline_uuid}")
         stage.check("delete the pipeline", _ok(s, b), "" if _ok(s, b) else _short(b))

@@ -13,6 +13,9 @@ in the web UI, through the same HTTP endpoints:
   -> KB B sees nothing of KB A and vice versa -> both KBs deleted, no vectors left in the host's
   vector DB (--backend chroma|milvus|seekdb: Chroma is read live, Milvus Lite / SeekDB after
   LangBot stopped) -> the same queries score the same as on the other backends (--scores-file).
+  With --llm-url, a pipeline bound to KB A answers through the fixture runner (tests/e2e/pipeline.py,
+  around the delete step); with --browser-python, tests/e2e/browser.py repeats the journey in the
+  web UI before the KBs are deleted.
 
 One [PASS]/[FAIL] line per check; the last line is exactly `N passed, M failed`.
 Exit 0 only if nothing failed.

@@ -36,15 +36,26 @@ CacheKey = tuple[str, str, str]
 
 # "The batch was too large", as providers say it (OpenAI-compatible 400s, TEI's 413 "batch size 64 >
 # maximum allowed batch size 32", DashScope's "should not be larger than 10", "too many inputs"),
-# and as LangBot 4.11 summarises a provider's 400 in every UI language (the status code and the
-# provider's text are dropped: "Model request failed: Invalid request parameters").
+# and as LangBot 4.11 summarises them in the host's UI language, dropping status and text: a 400
+# becomes "Model request failed: Invalid request parameters", a 413 (an unmapped status for
+# litellm) "Model request failed: API error". Those summaries are ambiguous, so a smaller batch
+# must succeed before the limit is believed (see BatchSize).
+_LANGBOT_TOO_LARGE = (
+    # Invalid request parameters
+    "invalid request parameters", "请求参数错误", "請求參數錯誤", "リクエストのパラメータが無効です",
+    "parámetros de solicitud no válidos", "некорректные параметры запроса", "tham số yêu cầu không hợp lệ",
+    "พารามิเตอร์คำขอไม่ถูกต้อง",
+    # API error
+    "api error", "api 错误", "api 錯誤", "api エラー", "error de api", "ошибка api", "ข้อผิดพลาด api",
+    "lỗi api",
+    # Context length exceeded
+    "上下文长度超限", "上下文長度超出限制", "コンテキスト長の上限を超えました", "se superó el límite de contexto",
+    "превышена длина контекста", "ความยาวบริบทเกินขีดจำกัด", "đã vượt quá độ dài ngữ cảnh",
+)
 _TOO_LARGE = re.compile(
     r"batch[ _]?size|too many (?:inputs|texts|items|documents|strings)|\b413\b|payload too large|"
     r"(?:request|entity) too large|maximum [^.]{0,40}(?:inputs|items|texts|batch)|"
-    r"not be larger than|context length|"
-    r"invalid request parameters|请求参数错误|請求參數錯誤|リクエストのパラメータが無効です|"
-    r"parámetros de solicitud no válidos|некорректные параметры запроса|tham số yêu cầu không hợp lệ|"
-    r"พารามิเตอร์คำขอไม่ถูกต้อง|上下文长度超限|上下文長度超出限制",
+    r"not be larger than|context length|" + "|".join(re.escape(word) for word in _LANGBOT_TOO_LARGE),
     re.IGNORECASE,
 )
 _STATED_LIMIT = re.compile(

@@ -95,14 +95,30 @@ _TRANSIENT_NAMES = frozenset(
      "ConnectionRefusedError", "BrokenPipeError"}
 )
 # Raw provider texts (older hosts pass them through) and LangBot 4.11's RequesterError summaries,
-# which hide the status code: "Model request failed: Rate limit exceeded or insufficient balance",
-# "...: Request timed out", "...: Connection failed", "...: API error" / "Unknown error" (5xx).
+# which hide the status code and are translated into the host's UI language (pkg/i18n/locales):
+# "Model request failed: Rate limit exceeded or insufficient balance" (429), "Request timed out",
+# "Connection failed", "Unknown error" (500, 502, 503: litellm's InternalServerError,
+# BadGatewayError, ServiceUnavailableError). Its "API error" is not here: litellm raises a bare
+# APIError for unmapped statuses such as TEI's 413 "batch too large" (see embedding.py).
 # Status codes only as whole words: the host's messages carry model UUIDs.
+_LANGBOT_TRANSIENT = (
+    # Rate limit exceeded or insufficient balance
+    "请求过于频繁", "請求過於頻繁", "リクエスト制限を超えた", "límite de solicitudes excedido",
+    "превышен лимит запросов", "เกินขีดจำกัดคำขอ", "vượt giới hạn yêu cầu",
+    # Request timed out
+    "请求超时", "請求逾時", "リクエストがタイムアウトしました", "la solicitud agotó el tiempo de espera",
+    "время ожидания запроса истекло", "คำขอหมดเวลา", "yêu cầu đã hết thời gian chờ",
+    # Connection failed
+    "连接失败", "連線失敗", "接続に失敗しました", "error de conexión", "ошибка подключения",
+    "การเชื่อมต่อล้มเหลว", "kết nối thất bại",
+    # Unknown error
+    "未知错误", "未知錯誤", "不明なエラー", "error desconocido", "неизвестная ошибка",
+    "ข้อผิดพลาดที่ไม่ทราบสาเหตุ", "lỗi không xác định",
+)
 _TRANSIENT = re.compile(
     r"\b(?:429|500|502|503|504)\b|timeout|timed out|rate limit|too many requests|temporarily|"
     r"overloaded|service unavailable|bad gateway|connection reset|try again|connection failed|"
-    r"api error|unknown error|请求超时|請求逾時|请求过于频繁|請求過於頻繁|连接失败|連線失敗|未知错误|未知錯誤|"
-    r"api 错误|api 錯誤",
+    r"unknown error|" + "|".join(re.escape(word) for word in _LANGBOT_TRANSIENT),
     re.IGNORECASE,
 )
 

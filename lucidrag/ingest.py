@@ -17,7 +17,6 @@ from .document import Document, document_name
 from .embedding import Embedder, with_retries
 from .errors import LucidRagError, ParseError, VectorStoreFailure
 from .host import HostApi, describe
-from .blocking import run_blocking
 from .kbstate import KnowledgeBaseState
 from .parsing import parse_file
 from .records import FileRecord

@@ -22,36 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import FakePlugin, Harness  # noqa: E402
+from tests.fakes import LoopStallMonitor  # noqa: E402
 
 KB = "bench-runtime"
 SETTINGS = {"chunk_size": 256, "chunk_overlap": 0}
-
-
-class StallMeter:
-    """Longest time the event loop did not run a task that wants to wake every 5 ms."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self._last = time.perf_counter()
-        self._task: asyncio.Task | None = None
-
-    async def _tick(self) -> None:
-        self._last = time.perf_counter()
-        while True:
-            await asyncio.sleep(0.005)
-            now = time.perf_counter()
-            self.longest = max(self.longest, now - self._last - 0.005)
-            self._last = now
-
-    async def __aenter__(self) -> StallMeter:
-        self._task = asyncio.get_running_loop().create_task(self._tick())
-        await asyncio.sleep(0)
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        assert self._task is not None
-        self.longest = max(self.longest, time.perf_counter() - self._last - 0.005)  # a stall up to the end
-        self._task.cancel()
 
 
 def document(n: int, chunks: int) -> bytes:
@@ -79,12 +53,12 @@ async def main(total_chunks: int) -> None:
     # Keep the garbage collector from walking it, or its pauses would be counted as our stalls.
     gc.collect()
     gc.freeze()
-    async with StallMeter() as meter:
+    async with LoopStallMonitor() as meter:
         t0 = time.perf_counter()
         await back.texts(KB, "assembly AX-3-17 torque", settings={"search_mode": "keyword"})
         took = time.perf_counter() - t0
     print(f"first keyword query after a restart: {took:.2f} s, longest loop stall {meter.longest * 1000:.0f} ms")
-    async with StallMeter() as meter:
+    async with LoopStallMonitor() as meter:
         await back.component.delete_document(KB, ids[0])
     print(f"delete one file: longest loop stall {meter.longest * 1000:.0f} ms")
 
@@ -101,7 +75,7 @@ async def main(total_chunks: int) -> None:
         return keys
 
     bulk.host.get_plugin_storage_keys = counting  # type: ignore[method-assign]
-    async with StallMeter() as meter:
+    async with LoopStallMonitor() as meter:
         for n in range(50):
             await bulk.ingest(KB, f"bulk{n}.txt", document(10_000 + n, 5), settings=SETTINGS)
     listings = bulk.host.calls["get_plugin_storage_keys"] - listed_before

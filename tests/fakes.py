@@ -31,6 +31,7 @@ default dimension 1536, and `vector_list` refuses offset + limit > 16384 (Milvus
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import math
 import re
@@ -49,6 +50,12 @@ __all__ = ["ActionCallTimeoutError", "ConnectionClosedError", "FakeHost", "HostE
 DIM = 64
 
 
+@functools.lru_cache(maxsize=65536)
+def _gram_slot(gram: str, dim: int) -> tuple[int, float]:
+    h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
+    return h % dim, 1.0 if (h >> 8) % 2 else -1.0
+
+
 def hash_embed(text: str, dim: int = DIM) -> list[float]:
     """Deterministic bag-of-ngrams embedding: texts sharing words/CJK bigrams are close."""
     vector = [0.0] * dim
@@ -57,8 +64,8 @@ def hash_embed(text: str, dim: int = DIM) -> list[float]:
     cjk = re.findall(r"[\u4e00-\u9fff]", lowered)
     grams += ["".join(p) for p in zip(cjk, cjk[1:])]
     for gram in grams or [lowered or " "]:
-        h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
-        vector[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
+        slot, sign = _gram_slot(gram, dim)
+        vector[slot] += sign
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
 
@@ -72,11 +79,13 @@ def langbot_embedding_error(model: str, summary: str) -> HostError:
     return HostError(f"[EmbeddingError/RequesterError] [embedding_model_uuid={model}] Model request failed: {summary}")
 
 
-# How a "batch too large" refusal reaches the plugin. `langbot` is LangBot 4.11.2 (litellm maps the
-# provider's 400 to a summary without the status or the provider's text); the others are raw provider
-# texts, as hosts that pass them through show them.
+# How a "batch too large" refusal reaches the plugin. Through LangBot 4.11.2 (litellm, observed with
+# its venv against a local server): an OpenAI-style 400 → "Invalid request parameters" (`langbot`),
+# TEI's 413 → a bare litellm APIError → "API error" (`langbot-413`); status and provider text are
+# dropped. The others are raw provider texts, as hosts that pass them through show them.
 BATCH_ERRORS: dict[str, Callable[[str, int, int], HostError]] = {
     "langbot": lambda model, n, cap: langbot_embedding_error(model, "Invalid request parameters"),
+    "langbot-413": lambda model, n, cap: langbot_embedding_error(model, "API error"),
     "openai": lambda model, n, cap: HostError(
         f"[EmbeddingError/BadRequestError] [embedding_model_uuid={model}] Error code: 400 - {{'error': "
         f"{{'message': 'Too many inputs: {n}. The maximum number of inputs is {cap}.', "
@@ -90,11 +99,14 @@ BATCH_ERRORS: dict[str, Callable[[str, int, int], HostError]] = {
         f"error, batch size is invalid, it should not be larger than {cap}.: input.contents'}}}}"),
 }
 
-# A burst of provider failures, as LangBot 4.11.2 reports them.
+# A burst of provider failures, as LangBot 4.11.2 reports them (litellm RateLimitError; 500/502/503
+# are InternalServerError/BadGatewayError/ServiceUnavailableError, all "Unknown error" to LangBot).
 BURST_ERRORS: dict[str, str] = {
     "429": "Rate limit exceeded or insufficient balance",
-    "503": "API error",
+    "500": "Unknown error",
+    "503": "Unknown error",
     "timeout": "Request timed out",
+    "connection": "Connection failed",
 }
 
 

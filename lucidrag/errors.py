@@ -41,3 +41,7 @@ class VectorStoreFailure(LucidRagError):
 
 class HostUnavailable(LucidRagError):
     """A transient host failure (timeout, connection) that outlived our retries."""
+
+
+class HostConnectionLost(LucidRagError):
+    """The plugin's connection to LangBot dropped (LangBot restarted, the runtime disconnected)."""

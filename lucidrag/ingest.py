@@ -7,21 +7,22 @@ failed file leaves no orphans.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
+from .blocking import run_blocking
 from .chunking import chunk_document
-from .document import Document
+from .document import Document, document_name
 from .embedding import Embedder, with_retries
 from .errors import LucidRagError, ParseError, VectorStoreFailure
 from .host import HostApi, describe
-from .kbstate import KnowledgeBaseState, save_meta, save_metric
+from .kbstate import KnowledgeBaseState
 from .parsing import parse_file
 from .records import FileRecord
 from .scoring import calibrate, cosine
 from .settings import CreationSettings
-from .store import RecordStore
+from .store import KbStore
 
 logger = logging.getLogger(__name__)
 
@@ -47,23 +48,26 @@ class IngestOutcome:
     record_saved: bool
 
 
-async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordStore,
-                      embedder: Embedder, request: IngestRequest) -> IngestOutcome:
+async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                      request: IngestRequest) -> IngestOutcome:
     document = request.parsed or await _read_and_parse(host, request)
-    chunked = await asyncio.to_thread(chunk_document, document, request.settings)
+    chunked = await run_blocking(chunk_document, document, request.settings)
     if not chunked.chunks:
         raise ParseError(
             "No text could be extracted from this file. If it is a scan or a picture, choose an "
             "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
         )
-    record = FileRecord.from_chunked(request.document_id, document.format, chunked)
+    record = FileRecord.from_chunked(request.document_id, document.format, chunked,
+                                     document_name(document, datetime.now(timezone.utc).date()))
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
+    store = KbStore(host, request.kb_id)
 
     # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not upsert),
     # then write the new vectors.
-    if await _known_document(state, store, request):
+    if await state.is_stored(store, request.document_id):
         await _delete_previous_version(host, request)
+    await state.begin_ingest(store, request.document_id, len(record.chunks))
     try:
         for start in range(0, len(record.chunks), UPSERT_BATCH):
             batch = record.chunks[start : start + UPSERT_BATCH]
@@ -83,13 +87,13 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordSto
                     await upsert()
             else:
                 await upsert()
+            if start == 0:
+                await state.first_vectors_written(store)
         if state.metric is None:
-            await _calibrate(host, state, request, record, vectors)
-            if state.metric is None:
-                await save_meta(host, request.kb_id, None, vectors=True)
-        state.fresh = False
+            await _calibrate(host, state, store, request, record, vectors)
     except BaseException as error:
-        await _rollback(host, request)
+        removed = await _rollback(host, request)
+        await state.abort_ingest(store, request.document_id, removed)
         if isinstance(error, LucidRagError) or not isinstance(error, Exception):
             raise
         raise VectorStoreFailure(
@@ -97,14 +101,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, store: RecordSto
             "vector database in LangBot's settings and upload the file again."
         ) from error
 
-    # Under the KB lock: a concurrent first load either sees the saved record or finishes first
-    # and is then updated here, so the new file is never missing from the keyword index.
-    async with state.lock:
-        saved = await store.save(request.kb_id, record)
-        if state.loaded:
-            state.put(record)
-            if not saved:
-                state.unsaved.add(record.file_id)
+    saved = await state.commit_ingest(store, record)
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
     return IngestOutcome(len(record.chunks), record.format, saved)
@@ -117,10 +114,10 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
         raise ParseError(
             f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
         ) from error
-    return await asyncio.to_thread(parse_file, data, request.filename, request.mime_type)
+    return await run_blocking(parse_file, data, request.filename, request.mime_type)
 
 
-async def _calibrate(host: HostApi, state: KnowledgeBaseState, request: IngestRequest,
+async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
                      record: FileRecord, vectors: list[list[float]]) -> None:
     """Learn how this backend reports distance, from vectors we just stored (one search).
     Best effort: without it, scores fall back to `guess_metric`."""
@@ -135,21 +132,8 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, request: IngestRe
     pairs = [(float(h["distance"]), cosine(probe, by_id[h["id"]])) for h in hits if h.get("id") in by_id]
     metric = calibrate(pairs)
     if metric is not None:
-        state.metric = metric
-        await save_metric(host, request.kb_id, metric)
+        await state.set_metric(store, metric)
         logger.info("kb=%s: vector backend reports %s", request.kb_id, metric.value)
-
-
-async def _known_document(state: KnowledgeBaseState, store: RecordStore, request: IngestRequest) -> bool:
-    """Whether this document id may already have vectors. The host gives every upload a fresh id,
-    so usually not -- and then nothing is deleted first: a delete on a KB without a collection
-    makes LangBot's Milvus adapter create one with dimension 1536, which refuses our vectors."""
-    if request.document_id in state.files:
-        return True
-    if state.loaded:
-        return False
-    ids = await store.file_ids(request.kb_id)
-    return ids is None or request.document_id in ids
 
 
 async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:
@@ -162,9 +146,13 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
                     request.document_id, describe(error))
 
 
-async def _rollback(host: HostApi, request: IngestRequest) -> None:
+async def _rollback(host: HostApi, request: IngestRequest) -> bool:
+    """Delete what this ingest wrote. False if that failed (the journal entry then stays, and the
+    next reconciliation removes them)."""
     try:
         await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        return True
     except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
-        logger.error("kb=%s doc=%s: could not remove partial vectors after a failure (%s)",
-                     request.kb_id, request.document_id, describe(error))
+        logger.error("kb=%s doc=%s: could not remove partial vectors after a failure (%s); they are "
+                     "removed later", request.kb_id, request.document_id, describe(error))
+        return False

@@ -34,6 +34,7 @@ class ChunkRecord:
     heading: str = ""
     page: int | None = None
     parent: int | None = None
+    document_name: str = ""  # the file's human title (FileRecord.name), repeated for each hit
 
     def metadata(self, file_format: str) -> dict[str, Any]:
         """Flat vector metadata (str/int/float/bool only; no None values for strict backends).
@@ -50,6 +51,8 @@ class ChunkRecord:
         }
         if self.parent is not None:
             meta["parent"] = self.parent
+        if self.document_name:
+            meta["document_name"] = self.document_name
         return meta
 
 
@@ -59,14 +62,16 @@ class FileRecord:
     format: str
     chunks: list[ChunkRecord]
     parents: list[str] = field(default_factory=list)
+    name: str = ""  # human title (see document.document_name); "" in records stored before it existed
 
     @classmethod
-    def from_chunked(cls, file_id: str, file_format: str, chunked: ChunkedDocument) -> FileRecord:
+    def from_chunked(cls, file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "") -> FileRecord:
         return cls(
             file_id=file_id,
             format=file_format,
-            chunks=[_record(file_id, c) for c in chunked.chunks],
+            chunks=[_record(file_id, c, name) for c in chunked.chunks],
             parents=list(chunked.parents),
+            name=name,
         )
 
     def to_bytes(self) -> bytes:
@@ -75,6 +80,7 @@ class FileRecord:
             "file_id": self.file_id,
             "format": self.format,
             "parents": self.parents,
+            "name": self.name,
             "chunks": [[c.chunk_id, c.index, c.text, c.heading, c.page, c.parent] for c in self.chunks],
         }
         return zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(), 6)
@@ -86,12 +92,14 @@ class FileRecord:
             if payload.get("v") != RECORD_VERSION:
                 raise ValueError(f"unknown record version {payload.get('v')!r}")
             file_id = str(payload["file_id"])
+            name = str(payload.get("name") or "")  # absent in records written before names existed
             chunks = [
                 ChunkRecord(str(cid), file_id, int(idx), str(text), str(heading),
-                            None if page is None else int(page), None if parent is None else int(parent))
+                            None if page is None else int(page), None if parent is None else int(parent),
+                            name)
                 for cid, idx, text, heading, page, parent in payload["chunks"]
             ]
-            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]])
+            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name)
         except (zlib.error, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"corrupt file record: {error}") from error
 
@@ -101,6 +109,7 @@ class FileRecord:
         only text and file_id: order then falls back to the listing order and parents are lost."""
         chunks: list[ChunkRecord] = []
         file_format = ""
+        name = ""
         for position, item in enumerate(items):
             meta = item.get("metadata") or {}
             text = meta.get("text") or item.get("document") or ""
@@ -116,13 +125,15 @@ class FileRecord:
                 heading=str(meta.get("heading") or ""),
                 page=int(page) if isinstance(page, (int, float)) and page else None,
                 parent=None,
+                document_name=str(meta.get("document_name") or ""),
             ))
             file_format = file_format or str(meta.get("format") or "")
+            name = name or str(meta.get("document_name") or "")
         chunks.sort(key=lambda c: c.index)
-        return cls(file_id, file_format, chunks)
+        return cls(file_id, file_format, chunks, name=name)
 
 
-def _record(file_id: str, chunk: Chunk) -> ChunkRecord:
+def _record(file_id: str, chunk: Chunk, name: str) -> ChunkRecord:
     return ChunkRecord(
         chunk_id=chunk_uuid(file_id, chunk.index),
         file_id=file_id,
@@ -131,4 +142,5 @@ def _record(file_id: str, chunk: Chunk) -> ChunkRecord:
         heading=chunk.heading,
         page=chunk.page,
         parent=chunk.parent,
+        document_name=name,
     )

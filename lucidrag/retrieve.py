@@ -11,14 +11,15 @@ from typing import Any
 
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
-from .filters import matches
 from .fusion import Candidate, Fused, fuse, single
 from .host import HostApi, describe
-from .kbstate import KnowledgeBaseState, save_metric
+from .kbstate import KnowledgeBaseState
 from .keyword import coverage
+from .localfilter import select
 from .records import ChunkRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
+from .store import KbStore
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,9 @@ class Hit:
     content: str
     score: float
     format: str
+    # The parts of `score` (None: not a candidate of that search), for the console's "why this rank".
+    vector_score: float | None = None
+    keyword_score: float | None = None
 
     @property
     def distance(self) -> float:
@@ -45,6 +49,8 @@ class Hit:
             "page": self.chunk.page if self.chunk.page is not None else 0,
             "format": self.format,
             "citation": citation(self.format, self.chunk.page, self.chunk.heading),
+            # LangBot's Retrieve Test titles each card with this (else the file's UUID).
+            "document_name": self.chunk.document_name or f"{(self.format or 'unknown').upper()} file",
         }
         return meta
 
@@ -68,7 +74,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     if settings.search_mode in ("hybrid", "vector"):
         vector = await _vector_candidates(host, state, embedder, request, pool)
     if settings.search_mode in ("hybrid", "keyword"):
-        keyword = _keyword_candidates(state, request, pool)
+        keyword = await _keyword_candidates(state, request, pool)
     if settings.search_mode == "hybrid":
         ranked = fuse(vector, keyword, settings.vector_weight)
     else:
@@ -89,9 +95,11 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
             request.collection_id, query_vector, top_k=pool, filters=request.where))
     except Exception as error:  # noqa: BLE001
         raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
-    results = [r for r in results if r.get("id") is not None]
+    unsettled = state.unsettled  # vectors of ingests that have not committed are not answers yet
+    results = [r for r in results if r.get("id") is not None
+               and str((r.get("metadata") or {}).get("file_id")) not in unsettled]
     for r in results:  # chunks we have no record of (e.g. storage lost): learn them from metadata
-        _adopt(state, r)
+        state.adopt_hit(r)
     if state.metric is None and results:
         await _calibrate_from_query(host, state, embedder, request, query_vector, results[0])
     metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results])
@@ -103,17 +111,25 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
     return candidates
 
 
-def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
-    """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1)."""
-    hits = state.index.search(request.query, top_k=pool * 3 if request.where else pool)
-    weights = state.index.term_weights(request.query)
+async def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
+    """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1).
+    A filter restricts the search itself (never a cut of the unfiltered ranking), so every
+    matching chunk can be found."""
+    file_ids: set[str] | None = None
+    chunk_ids: set[str] | None = None
+    top_k = pool
+    if request.where:
+        selection = select(state, request.where)
+        file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
+        if chunk_ids is not None:
+            top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed
+    hits = await state.keyword_search(request.query, top_k, file_ids)
+    weights = await state.term_weights(request.query)
+    unsettled = state.unsettled
     out: list[Candidate] = []
     for chunk_id, bm25 in hits:
         chunk = state.chunks.get(chunk_id)
-        if chunk is None:
-            continue
-        record = state.files.get(chunk.file_id)
-        if request.where and not matches(request.where, chunk.metadata(record.format if record else "")):
+        if chunk is None or chunk.file_id in unsettled or (chunk_ids is not None and chunk_id not in chunk_ids):
             continue
         out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text)), strength=bm25))
         if len(out) >= pool:
@@ -134,25 +150,7 @@ async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedd
         return
     metric = calibrate([(float(top.get("distance", 0.0)), cosine(query_vector, vector[0]))])
     if metric is not None:
-        state.metric = metric
-        await save_metric(host, request.kb_id, metric)
-
-
-def _adopt(state: KnowledgeBaseState, result: dict[str, Any]) -> None:
-    chunk_id = str(result["id"])
-    if chunk_id in state.chunks:
-        return
-    meta = result.get("metadata") or {}
-    text = meta.get("text") or result.get("document")
-    file_id = meta.get("file_id")
-    if not text or not file_id:
-        return
-    index = meta.get("chunk_index")
-    page = meta.get("page")
-    state.chunks[chunk_id] = ChunkRecord(
-        chunk_id, str(file_id), int(index) if isinstance(index, (int, float)) else 0, str(text),
-        str(meta.get("heading") or ""), int(page) if isinstance(page, (int, float)) and page else None,
-    )
+        await state.set_metric(KbStore(host, request.kb_id), metric)
 
 
 def _drop_duplicates(ranked: list[Fused], state: KnowledgeBaseState) -> list[Fused]:
@@ -220,7 +218,8 @@ def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveReq
                 continue
             used.add((chunk.file_id, chunk.index))
             content = chunk.text
-        hits.append(Hit(chunk, content, round(fused.score, 6), file_format))
+        hits.append(Hit(chunk, content, round(fused.score, 6), file_format, fused.vector_score,
+                        fused.keyword_score))
     return hits
 
 

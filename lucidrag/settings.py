@@ -152,3 +152,70 @@ def _as_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if text not in choices:
         raise SettingsError(f"{name} must be one of {', '.join(choices)}; got {value!r}.")
     return text
+
+
+@dataclass(frozen=True)
+class SettingProblem:
+    """One invalid setting, for the console and the FAILED-upload message."""
+
+    name: str
+    value: Any
+    valid: str  # the valid range or choices, e.g. "64-8000"
+    message: str
+
+
+def creation_problems(raw: Mapping[str, Any] | None) -> list[SettingProblem]:
+    """Every invalid creation setting (parse_creation_settings stops at the first)."""
+    raw = dict(raw or {})
+    problems: list[SettingProblem] = []
+
+    def check(name: str, valid: str, parse: Any) -> Any:
+        try:
+            return parse()
+        except SettingsError as error:
+            problems.append(SettingProblem(name, raw.get(name), valid, str(error)))
+            return None
+
+    model = check("embedding_model_uuid", "an embedding model",
+                  lambda: _as_str(raw.get("embedding_model_uuid"), "embedding_model_uuid"))
+    if model == "":
+        problems.append(SettingProblem("embedding_model_uuid", raw.get("embedding_model_uuid"),
+                                       "an embedding model", "No embedding model is set."))
+    check("chunking", ", ".join(CHUNKING_MODES),
+          lambda: _as_choice(raw.get("chunking", CREATION_DEFAULTS["chunking"]), "chunking", CHUNKING_MODES))
+    size_range = f"{MIN_CHUNK_SIZE}-{MAX_CHUNK_SIZE}"
+    size = check("chunk_size", size_range,
+                 lambda: _as_int(raw.get("chunk_size", CREATION_DEFAULTS["chunk_size"]), "chunk_size"))
+    if size is not None and not MIN_CHUNK_SIZE <= size <= MAX_CHUNK_SIZE:
+        problems.append(SettingProblem("chunk_size", size, size_range,
+                                       f"chunk_size ({size}) must be between {MIN_CHUNK_SIZE} and "
+                                       f"{MAX_CHUNK_SIZE} characters."))
+        size = None
+    overlap_range = f"0-{size // 2}" if size is not None else "0 to half of chunk_size"
+    overlap = check("chunk_overlap", overlap_range,
+                    lambda: _as_int(raw.get("chunk_overlap", CREATION_DEFAULTS["chunk_overlap"]), "chunk_overlap"))
+    if overlap is not None and (overlap < 0 or (size is not None and overlap > size // 2)):
+        problems.append(SettingProblem("chunk_overlap", overlap, overlap_range,
+                                       f"chunk_overlap ({overlap}) must be in the range {overlap_range} "
+                                       "(at most half of chunk_size)."))
+    return problems
+
+
+def invalid_creation_message(first_error: str, problems: list[SettingProblem]) -> str:
+    """What a FAILED upload says when the KB itself was created with invalid settings: the bad
+    setting, its valid range, and what to do (creation settings cannot be edited)."""
+    valid = "; ".join(f"{p.name} {p.valid}" for p in problems)
+    return (f"This knowledge base was created with invalid settings: {first_error} Valid values: "
+            f"{valid}. Creation settings cannot be changed after creation: create a new LucidRAG "
+            "knowledge base with valid values and upload the files there.")
+
+
+def retrieval_problems(raw: Mapping[str, Any] | None) -> list[SettingProblem]:
+    """The retrieval setting parse_retrieval_settings refuses, if any (one at a time is enough:
+    these can be edited and saved again)."""
+    try:
+        parse_retrieval_settings(raw)
+        return []
+    except SettingsError as error:
+        name = str(error).split(" ", 1)[0]
+        return [SettingProblem(name, dict(raw or {}).get(name), "", str(error))]

@@ -8,6 +8,7 @@ builds or parses a key.
     lucidrag/v1/kb/<kb>/journal/<file>    an ingest that started writing vectors and has not
                                           committed yet (a crash leaves it behind)
     lucidrag/v1/kb/<kb>/failed/<file>     why a file failed to ingest (shown in the console)
+    lucidrag/v1/kb/<kb>/settings          the KB's creation settings as last received (console)
     lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
 """
 
@@ -42,6 +43,15 @@ def failure_key(kb_id: str, file_id: str) -> str:
     return f"{kb_prefix(kb_id)}failed/{file_id}"
 
 
+def settings_key(kb_id: str) -> str:
+    return kb_prefix(kb_id) + "settings"
+
+
+def kb_ids(keys: list[str]) -> list[str]:
+    """Every KB that has anything in plugin storage, from a full key listing."""
+    return sorted({k[len(_KB_ROOT):].split("/", 1)[0] for k in keys if k.startswith(_KB_ROOT)} - {""})
+
+
 def pending_kb_delete_key(kb_id: str) -> str:
     return _PENDING_KB_DELETE + kb_id
 
@@ -71,3 +81,14 @@ def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
     """Every key that belongs to one KB (its prefix and its pending-deletion marker)."""
     prefix, pending = kb_prefix(kb_id), pending_kb_delete_key(kb_id)
     return [k for k in keys if k.startswith(prefix) or k == pending]
+
+
+def journal_kbs(keys: list[str]) -> list[str]:
+    """KB ids that have at least one ingest journal entry."""
+    out = set()
+    for key in keys:
+        if key.startswith(_KB_ROOT):
+            kb_id, _, rest = key[len(_KB_ROOT):].partition("/")
+            if rest.startswith("journal/"):
+                out.add(kb_id)
+    return sorted(out)

@@ -1,85 +1,219 @@
-"""Persisting FileRecords in the host's plugin storage.
+"""Everything LucidRAG keeps in LangBot's plugin storage, for one knowledge base at a time.
 
-Plugin storage has no KB dimension, so every key carries the KB id. Storage is fallible (a host
-with SQLAlchemy 2.1 fails every write): every method here either succeeds or returns a falsy
-value and logs; nothing raises into ingest, retrieve or delete. The vector DB stays the source of
-truth; a missing record is rebuilt from `vector_list`.
+Plugin storage is fallible (a host with SQLAlchemy 2.1 fails every write; reading a missing key
+raises): every method here either succeeds or returns a falsy value and logs; nothing raises into
+ingest, retrieve or delete. The vector DB stays the source of truth; what is lost here is rebuilt
+from it. Key names come from `storage_keys` only.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from dataclasses import dataclass
 
 from .host import HostApi, describe
 from .records import FileRecord
-from .storage_keys import file_record_key, file_record_part_key, record_file_ids
+from .scoring import Metric
+from .storage_keys import (
+    file_record_key,
+    file_record_part_key,
+    journal_file_ids,
+    journal_kbs,
+    journal_key,
+    keys_of_kb,
+    meta_key,
+    pending_kb_delete_key,
+    pending_kb_deletes,
+    record_file_ids,
+)
 
 logger = logging.getLogger(__name__)
 
-PART_SIZE = 4 * 1024 * 1024  # bytes per storage value; big files are stored in parts
+PART_SIZE = 4 * 1024 * 1024  # bytes per storage value; big records are stored in parts
 _SINGLE = b"Z"
 _PARTS = b"P"
 
 
-class RecordStore:
-    def __init__(self, host: HostApi) -> None:
+@dataclass(frozen=True)
+class KbMeta:
+    metric: Metric | None
+    has_vectors: bool | None  # False: written at KB creation, no vector was ever upserted
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """An ingest that was about to write vectors. `chunks` is how many it was going to write."""
+
+    file_id: str
+    chunks: int
+
+
+@dataclass(frozen=True)
+class KeySnapshot:
+    """One listing of every plugin-storage key (the host has no per-prefix listing)."""
+
+    keys: tuple[str, ...]
+
+    def record_ids(self, kb_id: str) -> list[str]:
+        return record_file_ids(list(self.keys), kb_id)
+
+    def journal_ids(self, kb_id: str) -> list[str]:
+        return journal_file_ids(list(self.keys), kb_id)
+
+    def pending_kb_deletes(self) -> list[str]:
+        return pending_kb_deletes(list(self.keys))
+
+    def kbs_with_journals(self) -> list[str]:
+        return journal_kbs(list(self.keys))
+
+
+async def list_keys(host: HostApi) -> KeySnapshot | None:
+    try:
+        return KeySnapshot(tuple(await host.get_plugin_storage_keys()))
+    except Exception as error:  # noqa: BLE001
+        logger.warning("could not list plugin storage (%s)", describe(error))
+        return None
+
+
+async def _set(host: HostApi, key: str, value: bytes, what: str) -> bool:
+    try:
+        await host.set_plugin_storage(key, value)
+        return True
+    except Exception as error:  # noqa: BLE001 - storage is best effort by contract
+        logger.warning("could not save %s (%s)", what, describe(error))
+        return False
+
+
+async def _get(host: HostApi, key: str) -> bytes | None:
+    """The value, or None when the key is missing or storage failed."""
+    try:
+        return await host.get_plugin_storage(key) or None
+    except Exception:  # noqa: BLE001 - a missing key raises on the real host
+        return None
+
+
+async def _delete(host: HostApi, key: str, what: str) -> bool:
+    try:
+        await host.delete_plugin_storage(key)
+        return True
+    except Exception as error:  # noqa: BLE001
+        logger.warning("could not delete %s (%s)", what, describe(error))
+        return False
+
+
+def decode_record(kb_id: str, file_id: str, blob: bytes | None) -> FileRecord | None:
+    if blob is None:
+        return None
+    try:
+        return FileRecord.from_bytes(blob)
+    except ValueError as error:
+        logger.warning("kb=%s file=%s: unreadable file record (%s)", kb_id, file_id, error)
+        return None
+
+
+class KbStore:
+    """Plugin storage of one knowledge base."""
+
+    def __init__(self, host: HostApi, kb_id: str) -> None:
         self.host = host
+        self.kb_id = kb_id
 
-    async def save(self, kb_id: str, record: FileRecord) -> bool:
-        key = file_record_key(kb_id, record.file_id)
+    # ---------------------------------------------------------------- file records
+    async def save_record(self, record: FileRecord) -> bool:
         blob = record.to_bytes()
-        try:
-            if len(blob) <= PART_SIZE:
-                await self.host.set_plugin_storage(key, _SINGLE + blob)
-                return True
-            parts = [blob[i : i + PART_SIZE] for i in range(0, len(blob), PART_SIZE)]
-            for n, part in enumerate(parts):
-                await self.host.set_plugin_storage(file_record_part_key(kb_id, record.file_id, n), part)
-            await self.host.set_plugin_storage(key, _PARTS + str(len(parts)).encode())
-            return True
-        except Exception as error:  # noqa: BLE001 - storage is best effort by contract
-            logger.warning("kb=%s file=%s: could not save file record (%s); it will be rebuilt "
-                           "from the vector DB when needed", kb_id, record.file_id, describe(error))
-            return False
+        file_id = record.file_id
+        what = f"the record of file {file_id} in kb {self.kb_id}"
+        if len(blob) <= PART_SIZE:
+            return await _set(self.host, file_record_key(self.kb_id, file_id), _SINGLE + blob, what)
+        parts = [blob[i : i + PART_SIZE] for i in range(0, len(blob), PART_SIZE)]
+        for n, part in enumerate(parts):
+            if not await _set(self.host, file_record_part_key(self.kb_id, file_id, n), part, what):
+                return False
+        return await _set(self.host, file_record_key(self.kb_id, file_id), _PARTS + str(len(parts)).encode(), what)
 
-    async def load(self, kb_id: str, file_id: str) -> FileRecord | None:
-        key = file_record_key(kb_id, file_id)
-        try:
-            head = await self.host.get_plugin_storage(key)
-            if not head:
+    async def load_record(self, file_id: str) -> FileRecord | None:
+        return decode_record(self.kb_id, file_id, await self.load_record_blob(file_id))
+
+    async def load_record_blob(self, file_id: str) -> bytes | None:
+        """The stored record, still encoded (decode it with `decode_record`, off the event loop)."""
+        head = await _get(self.host, file_record_key(self.kb_id, file_id))
+        if not head or head[:1] == _SINGLE:
+            return head[1:] if head else None
+        if head[:1] != _PARTS or not head[1:].isdigit():
+            logger.warning("kb=%s file=%s: unreadable file record header", self.kb_id, file_id)
+            return None
+        parts = []
+        for n in range(int(head[1:])):
+            part = await _get(self.host, file_record_part_key(self.kb_id, file_id, n))
+            if part is None:
+                logger.warning("kb=%s file=%s: part %d of the file record is missing", self.kb_id, file_id, n)
                 return None
-            if head[:1] == _SINGLE:
-                return FileRecord.from_bytes(head[1:])
-            if head[:1] == _PARTS:
-                count = int(head[1:])
-                parts = [await self.host.get_plugin_storage(file_record_part_key(kb_id, file_id, n)) for n in range(count)]
-                return FileRecord.from_bytes(b"".join(parts))
-            raise ValueError("unknown record header")
-        except Exception as error:  # noqa: BLE001
-            logger.warning("kb=%s file=%s: could not load file record (%s)", kb_id, file_id, describe(error))
-            return None
+            parts.append(part)
+        return b"".join(parts)
 
-    async def file_ids(self, kb_id: str) -> list[str] | None:
-        """File ids with a stored record in this KB, or None when storage is unavailable."""
-        try:
-            keys = await self.host.get_plugin_storage_keys()
-        except Exception as error:  # noqa: BLE001
-            logger.warning("kb=%s: could not list plugin storage (%s)", kb_id, describe(error))
-            return None
-        return record_file_ids(keys, kb_id)
+    async def delete_record(self, file_id: str) -> bool:
+        key = file_record_key(self.kb_id, file_id)
+        head = await _get(self.host, key) or b""
+        what = f"the record of file {file_id} in kb {self.kb_id}"
+        if head[:1] == _PARTS:
+            for n in range(int(head[1:])):
+                if not await _delete(self.host, file_record_part_key(self.kb_id, file_id, n), what):
+                    return False
+        return await _delete(self.host, key, what)
 
-    async def delete(self, kb_id: str, file_id: str) -> bool:
-        key = file_record_key(kb_id, file_id)
+    # ---------------------------------------------------------------- meta
+    async def load_meta(self) -> KbMeta | None:
+        raw = await _get(self.host, meta_key(self.kb_id))
         try:
-            head = await self.host.get_plugin_storage(key)
-        except Exception:  # noqa: BLE001 - a missing key may raise; deleting it is still fine
-            head = b""
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return None
         try:
-            if head[:1] == _PARTS:
-                for n in range(int(head[1:])):
-                    await self.host.delete_plugin_storage(file_record_part_key(kb_id, file_id, n))
-            await self.host.delete_plugin_storage(key)
-            return True
-        except Exception as error:  # noqa: BLE001
-            logger.warning("kb=%s file=%s: could not delete file record (%s)", kb_id, file_id, describe(error))
+            metric = Metric(data["metric"]) if data.get("metric") else None
+        except ValueError:
+            metric = None
+        vectors = data.get("vectors")
+        return KbMeta(metric, vectors if isinstance(vectors, bool) else None)
+
+    async def save_meta(self, meta: KbMeta) -> bool:
+        payload = {"metric": meta.metric.value if meta.metric else None, "vectors": meta.has_vectors}
+        return await _set(self.host, meta_key(self.kb_id), json.dumps(payload).encode(),
+                          f"the metadata of kb {self.kb_id}")
+
+    # ---------------------------------------------------------------- ingest journal
+    async def write_journal(self, entry: JournalEntry) -> bool:
+        payload = {"chunks": entry.chunks, "since": time.time()}
+        return await _set(self.host, journal_key(self.kb_id, entry.file_id), json.dumps(payload).encode(),
+                          f"the ingest journal of file {entry.file_id} in kb {self.kb_id}")
+
+    async def read_journal(self, file_id: str) -> JournalEntry | None:
+        raw = await _get(self.host, journal_key(self.kb_id, file_id))
+        try:
+            data = json.loads(raw) if raw else None
+            return JournalEntry(file_id, int(data["chunks"])) if isinstance(data, dict) else None
+        except (ValueError, KeyError, TypeError):
+            return JournalEntry(file_id, 0)  # unreadable: treat as "nothing confirmed written"
+
+    async def delete_journal(self, file_id: str) -> bool:
+        return await _delete(self.host, journal_key(self.kb_id, file_id),
+                             f"the ingest journal of file {file_id} in kb {self.kb_id}")
+
+    # ---------------------------------------------------------------- the whole KB
+    async def delete_everything(self) -> bool:
+        """Every key of this KB, its pending-deletion marker included (last)."""
+        snapshot = await list_keys(self.host)
+        if snapshot is None:
             return False
+        keys = sorted(keys_of_kb(list(snapshot.keys), self.kb_id), key=lambda k: k == pending_kb_delete_key(self.kb_id))
+        ok = True
+        for key in keys:
+            ok = await _delete(self.host, key, f"key {key}") and ok
+        return ok
+
+    async def mark_delete_pending(self) -> bool:
+        return await _set(self.host, pending_kb_delete_key(self.kb_id), json.dumps({"since": time.time()}).encode(),
+                          f"the pending-deletion marker of kb {self.kb_id}")

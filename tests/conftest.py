@@ -1,25 +1,62 @@
-"""Shared fixtures: the real component wired to a contract-following fake host."""
+"""Shared fixtures: the real component, driven the way `lbp run` drives it, on a contract-following
+fake host.
+
+As in the real plugin process (SDK 0.7.18): every test's event loop has the SDK's bounded default
+executor installed (8 workers, at most 4 blocking jobs in flight per workspace; a 5th
+`asyncio.to_thread` in one workspace raises BlockingWorkCapacityError), and the Harness runs each
+component hook inside `blocking_work_scope(workspace)` and a real `bind_invocation`, so a host call
+made after the hook returned is refused with RuntimeError('Plugin invocation has ended').
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
-from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext
-from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
+from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext, RetrievalResponse
+from langbot_plugin.api.entities.builtin.rag.models import (
+    FileMetadata,
+    FileObject,
+    IngestionContext,
+    IngestionResult,
+)
+from langbot_plugin.api.proxies.invocation import bind_invocation
+from langbot_plugin.runtime.bounded_executor import blocking_work_scope, configure_bounded_default_executor
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import lucidrag.host  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
 from tests.fakes import FakeHost  # noqa: E402
 
 MODEL = "embed-model-1"
+WORKSPACE = "workspace-1"
+T = TypeVar("T")
+
+
+def runtime_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop with the executor `lbp run` installs (SDK defaults)."""
+    loop = asyncio.new_event_loop()
+    configure_bounded_default_executor(loop)
+    return loop
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    return {"lbp-run": runtime_loop}
+
+
+@pytest.fixture(autouse=True)
+def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Transient host errors are still retried, without the production back-off delays."""
+    monkeypatch.setattr(lucidrag.host, "RETRY_DELAYS", (0.0, 0.0, 0.0))
 
 
 class FakePlugin(FakeHost):
@@ -30,11 +67,44 @@ class FakePlugin(FakeHost):
         self.engine = Engine()
 
 
+class HostedComponent:
+    """The component's hooks, each called as the SDK's handler calls an action."""
+
+    def __init__(self, harness: Harness) -> None:
+        self._harness = harness
+        self._component = harness.lucid
+
+    async def ingest(self, context: IngestionContext) -> IngestionResult:
+        return await self._harness.invoke(self._component.ingest, context)
+
+    async def retrieve(self, context: RetrievalContext) -> RetrievalResponse:
+        return await self._harness.invoke(self._component.retrieve, context)
+
+    async def delete_document(self, kb_id: str, document_id: str) -> bool:
+        return await self._harness.invoke(self._component.delete_document, kb_id, document_id)
+
+    async def on_knowledge_base_create(self, kb_id: str, config: dict) -> None:
+        return await self._harness.invoke(self._component.on_knowledge_base_create, kb_id, config)
+
+    async def on_knowledge_base_delete(self, kb_id: str) -> None:
+        return await self._harness.invoke(self._component.on_knowledge_base_delete, kb_id)
+
+
 class Harness:
-    def __init__(self, host: FakePlugin) -> None:
+    def __init__(self, host: FakePlugin, workspace: str = WORKSPACE, binding: Any = None) -> None:
         self.host = host
-        self.component = LucidRag()
-        self.component.plugin = host  # type: ignore[assignment]
+        self.workspace = workspace
+        self.binding = binding  # an InstallationBinding; None → the "dedicated" installation
+        self.lucid = LucidRag()
+        self.lucid.plugin = host  # type: ignore[assignment]
+        self.component = HostedComponent(self)
+
+    async def invoke(self, hook: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Like runtime/io/handler.py: action_invocation_scope → blocking_work_scope → the hook.
+        When the hook returns, the invocation ends for every task it started too."""
+        with bind_invocation(self.host.plugin_runtime_handler, config={}, binding=self.binding):
+            with blocking_work_scope(self.workspace):
+                return await hook(*args)
 
     async def ingest(self, kb_id: str, name: str, data: bytes, settings: dict[str, Any] | None = None,
                      document_id: str | None = None, mime_type: str = "", parsed: Any = None):

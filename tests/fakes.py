@@ -6,6 +6,21 @@ and returns len(file_ids), nested metadata is rejected, a collection's dimension
 first upsert, `vector_list` pages, host-added `_langbot_*` keys, plugin storage per key. Every
 call is counted; faults can be injected per method.
 
+As harsh as the real runtime (SDK 0.7.18, issue 9): every call yields to the event loop (plus an
+optional `latency`), and a call made after the plugin invocation that issued it has ended is
+refused with RuntimeError('Plugin invocation has ended'), exactly like the SDK's
+`invocation_capability(handler).require_active()` in `Handler.call_action` (checked before the
+request and again when the answer arrives). Provider and transport misbehaviour on demand:
+`embed_scale` (vectors that are not unit length, like Ollama/TEI), `max_embed_batch` with
+`batch_error` (how "batch too large" reaches the plugin), `burst()` (429/503 runs), and
+`disconnect()` (LangBot restarted: the SDK's ConnectionClosedError or, once the runtime handler is
+gone, AttributeError "'NoneType' object has no attribute 'call_action'"). Error texts are those the
+plugin really receives: LangBot 4.11.2 wraps provider errors as "[EmbeddingError/RequesterError]
+[embedding_model_uuid=…] Model request failed: <summary>" and drops the status code
+(pkg/plugin/handler.py, pkg/provider/modelmgr/requesters/litellmchat.py).
+
+`LoopStallMonitor` measures the longest time the event loop did not run a scheduled callback.
+
 `FakeHost.milvus()` behaves like LangBot's Milvus adapter (pkg/vector/vdbs/milvus.py): COSINE
 similarity as `distance`, only text / file_id / uuid (as chunk_uuid) kept, an insert without
 `uuid` refused, filters on other fields and `$and`/`$or` silently dropped (filter_utils.
@@ -15,6 +30,8 @@ default dimension 1536, and `vector_list` refuses offset + limit > 16384 (Milvus
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import math
 import re
@@ -22,9 +39,21 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from langbot_plugin.api.proxies.invocation import invocation_capability
+from langbot_plugin.entities.io.errors import ActionCallError, ActionCallTimeoutError, ConnectionClosedError
+
 from lucidrag.filters import matches
 
+__all__ = ["ActionCallTimeoutError", "ConnectionClosedError", "FakeHost", "HostError", "LoopStallMonitor",
+           "hash_embed"]
+
 DIM = 64
+
+
+@functools.lru_cache(maxsize=65536)
+def _gram_slot(gram: str, dim: int) -> tuple[int, float]:
+    h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
+    return h % dim, 1.0 if (h >> 8) % 2 else -1.0
 
 
 def hash_embed(text: str, dim: int = DIM) -> list[float]:
@@ -35,26 +64,101 @@ def hash_embed(text: str, dim: int = DIM) -> list[float]:
     cjk = re.findall(r"[\u4e00-\u9fff]", lowered)
     grams += ["".join(p) for p in zip(cjk, cjk[1:])]
     for gram in grams or [lowered or " "]:
-        h = int(hashlib.md5(gram.encode()).hexdigest(), 16)
-        vector[h % dim] += 1.0 if (h >> 8) % 2 else -1.0
+        slot, sign = _gram_slot(gram, dim)
+        vector[slot] += sign
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
 
 
-class HostError(Exception):
-    """What the SDK raises for an action the host answered with an error."""
+class HostError(ActionCallError):
+    """What the SDK raises for an action the host answered with an error (ActionCallError)."""
 
 
-class ActionCallTimeoutError(Exception):
-    """Same name as the SDK's timeout error, so the engine classifies it as transient."""
+def langbot_embedding_error(model: str, summary: str) -> HostError:
+    """An embedding failure as LangBot 4.11.2 reports it (`_make_rag_error_response`)."""
+    return HostError(f"[EmbeddingError/RequesterError] [embedding_model_uuid={model}] Model request failed: {summary}")
+
+
+# How a "batch too large" refusal reaches the plugin. Through LangBot 4.11.2 (litellm, observed with
+# its venv against a local server): an OpenAI-style 400 → "Invalid request parameters" (`langbot`),
+# TEI's 413 → a bare litellm APIError → "API error" (`langbot-413`); status and provider text are
+# dropped. The others are raw provider texts, as hosts that pass them through show them.
+BATCH_ERRORS: dict[str, Callable[[str, int, int], HostError]] = {
+    "langbot": lambda model, n, cap: langbot_embedding_error(model, "Invalid request parameters"),
+    "langbot-413": lambda model, n, cap: langbot_embedding_error(model, "API error"),
+    "openai": lambda model, n, cap: HostError(
+        f"[EmbeddingError/BadRequestError] [embedding_model_uuid={model}] Error code: 400 - {{'error': "
+        f"{{'message': 'Too many inputs: {n}. The maximum number of inputs is {cap}.', "
+        f"'type': 'invalid_request_error'}}}}"),
+    "tei": lambda model, n, cap: HostError(
+        f"[EmbeddingError/APIStatusError] [embedding_model_uuid={model}] Error code: 413 - {{'error': "
+        f"'batch size {n} > maximum allowed batch size {cap}', 'error_type': 'Validation'}}"),
+    "dashscope": lambda model, n, cap: HostError(
+        f"[EmbeddingError/BadRequestError] [embedding_model_uuid={model}] Error code: 400 - {{'error': "
+        f"{{'code': 'InvalidParameter', 'message': '<400> InternalError.Algo.InvalidParameter: Value "
+        f"error, batch size is invalid, it should not be larger than {cap}.: input.contents'}}}}"),
+}
+
+# A burst of provider failures, as LangBot 4.11.2 reports them (litellm RateLimitError; 500/502/503
+# are InternalServerError/BadGatewayError/ServiceUnavailableError, all "Unknown error" to LangBot).
+BURST_ERRORS: dict[str, str] = {
+    "429": "Rate limit exceeded or insufficient balance",
+    "500": "Unknown error",
+    "503": "Unknown error",
+    "timeout": "Request timed out",
+    "connection": "Connection failed",
+}
+
+
+class RuntimeHandler:
+    """Stands in for the SDK's runtime handler: the object invocations are bound to."""
+
+
+class LoopStallMonitor:
+    """Schedules a callback every `interval` seconds and records how late the loop ran it.
+
+    `longest` is the longest time the loop did not run a callback that was due (seconds). For
+    benchmarks to print; tests must not assert wall-clock numbers."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self.interval = interval
+        self.longest = 0.0
+        self.ticks = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._due = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> LoopStallMonitor:
+        self._loop = asyncio.get_running_loop()
+        self._schedule(self._loop.time())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._tick()
+        if self._handle is not None:
+            self._handle.cancel()
+
+    def _schedule(self, now: float) -> None:
+        assert self._loop is not None
+        self._due = now + self.interval
+        self._handle = self._loop.call_at(self._due, self._tick)
+
+    def _tick(self) -> None:
+        assert self._loop is not None
+        now = self._loop.time()
+        self.longest = max(self.longest, now - self._due)
+        self.ticks += 1
+        self._schedule(now)
 
 
 class FakeHost:
     def __init__(self, embed: Callable[[str], list[float]] = hash_embed, metric: str = "squared_l2",
                  keep_metadata: tuple[str, ...] | None = None, required_metadata: tuple[str, ...] = (),
                  strip_filters: bool = False, default_dim: int | None = None,
-                 list_window: int | None = None) -> None:
+                 list_window: int | None = None, latency: float = 0.0, embed_scale: float = 1.0) -> None:
         self.embed_fn = embed
+        self.latency = latency  # seconds each host call takes; 0 still yields to the loop
+        self.embed_scale = embed_scale  # e.g. 8.0: vectors that are not unit length (Ollama, TEI)
         self.metric = metric  # squared_l2 (Chroma) | cosine_distance (pgvector) | similarity (Milvus)
         self.keep_metadata = keep_metadata  # e.g. ("text", "file_id") to behave like Milvus/pgvector
         self.required_metadata = required_metadata  # Milvus: an insert without these keys fails
@@ -69,6 +173,12 @@ class FakeHost:
         self.embedded_texts = 0
         self.faults: dict[str, Callable[..., None]] = {}
         self.max_embed_batch: int | None = None
+        self.batch_error = "langbot"  # a key of BATCH_ERRORS
+        self.oversized_batches = 0  # embedding calls refused as too large
+        self.bursts: dict[str, list[str]] = {}  # method -> kinds of the next failures
+        self.disconnected: Exception | None = None
+        self.refused: Counter[str] = Counter()  # calls refused because their invocation had ended
+        self.plugin_runtime_handler = RuntimeHandler()
         self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
 
     @classmethod
@@ -99,8 +209,53 @@ class FakeHost:
                 raise error or HostError(f"{method} failed")
         self.faults[method] = fault
 
+    def burst(self, method: str, count: int, kind: str = "503") -> None:
+        """Make the next `count` calls of `method` fail like a provider under load (429/503/timeout)."""
+        self.bursts.setdefault(method, []).extend([kind] * count)
+
+    def disconnect(self, style: str = "closed") -> None:
+        """LangBot went away: every later call fails like the SDK's, until `reconnect()`."""
+        self.disconnected = (ConnectionClosedError("Connection closed") if style == "closed"
+                             else AttributeError("'NoneType' object has no attribute 'call_action'"))
+
+    def disconnect_on(self, method: str, nth: int = 1, style: str = "closed") -> None:
+        """Drop the connection when `method` is called for the `nth` time (counting from now)."""
+        seen = {"n": 0}
+
+        def fault(**_: Any) -> None:
+            seen["n"] += 1
+            if seen["n"] == nth:
+                self.disconnect(style)
+                raise self.disconnected  # type: ignore[misc]
+        self.faults[method] = fault
+
+    def reconnect(self) -> None:
+        self.disconnected = None
+
+    async def _call(self, method: str, **kwargs: Any) -> None:
+        """What every SDK host call does before and after the host answers, then `_enter`."""
+        try:
+            invocation = invocation_capability(self.plugin_runtime_handler)
+        except RuntimeError:
+            self.refused[method] += 1
+            raise
+        if self.disconnected is not None:
+            raise self.disconnected
+        await asyncio.sleep(self.latency)
+        if invocation is not None and not invocation.active:
+            self.refused[method] += 1
+            invocation.require_active()
+        self._enter(method, **kwargs)
+
     def _enter(self, method: str, **kwargs: Any) -> None:
+        """The host received the call: count it, then fail it if a burst or fault says so."""
         self.calls[method] += 1
+        burst = self.bursts.get(method)
+        if burst:
+            summary = BURST_ERRORS[burst.pop(0)]
+            if method == "invoke_embedding":
+                raise langbot_embedding_error(str(kwargs["embedding_model_uuid"]), summary)
+            raise HostError(f"{method}: {summary}")
         fault = self.faults.get(method)
         if fault:
             fault(**kwargs)
@@ -116,16 +271,17 @@ class FakeHost:
 
     # ------------------------------------------------------------------ SDK API
     async def invoke_embedding(self, embedding_model_uuid: str, texts: list[str]) -> list[list[float]]:
-        self._enter("invoke_embedding", embedding_model_uuid=embedding_model_uuid, texts=texts)
+        await self._call("invoke_embedding", embedding_model_uuid=embedding_model_uuid, texts=texts)
         if self.max_embed_batch is not None and len(texts) > self.max_embed_batch:
-            raise HostError(f"batch size {len(texts)} exceeds the maximum of {self.max_embed_batch}")
+            self.oversized_batches += 1
+            raise BATCH_ERRORS[self.batch_error](embedding_model_uuid, len(texts), self.max_embed_batch)
         self.embedded_texts += len(texts)
-        return [self.embed_fn(t) for t in texts]
+        return [[x * self.embed_scale for x in self.embed_fn(t)] for t in texts]
 
     async def invoke_rerank(self, rerank_model_uuid: str, query: str, documents: list[str],
                             top_k: int | None = None, extra_args: dict[str, Any] | None = None,
                             timeout: float = 60.0) -> list[dict[str, Any]]:
-        self._enter("invoke_rerank", query=query, documents=documents)
+        await self._call("invoke_rerank", query=query, documents=documents)
         if len(documents) > 64:
             raise HostError("at most 64 documents per rerank call")
         scores = self.rerank_fn(query, documents) if self.rerank_fn else [0.5] * len(documents)
@@ -135,7 +291,7 @@ class FakeHost:
     async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
                             metadata: list[dict[str, Any]] | None = None,
                             documents: list[str] | None = None) -> None:
-        self._enter("vector_upsert", collection_id=collection_id, ids=ids)
+        await self._call("vector_upsert", collection_id=collection_id, ids=ids)
         if len(vectors) != len(ids) or (metadata is not None and len(metadata) != len(ids)):
             raise HostError("vectors, ids and metadata must have the same length")
         collection = self.collections.setdefault(collection_id, {})
@@ -157,7 +313,7 @@ class FakeHost:
     async def vector_search(self, collection_id: str, query_vector: list[float], top_k: int = 5,
                             filters: dict[str, Any] | None = None, search_type: str = "vector",
                             query_text: str = "", vector_weight: float | None = None) -> list[dict[str, Any]]:
-        self._enter("vector_search", collection_id=collection_id, filters=filters)
+        await self._call("vector_search", collection_id=collection_id, filters=filters)
         self._touch(collection_id)
         filters = self._host_filter(filters)
         if filters and len(filters) > 1 and not self.strip_filters:
@@ -175,7 +331,7 @@ class FakeHost:
 
     async def vector_delete(self, collection_id: str, file_ids: list[str] | None = None,
                             filters: dict[str, Any] | None = None) -> int:
-        self._enter("vector_delete", collection_id=collection_id, file_ids=file_ids, filters=filters)
+        await self._call("vector_delete", collection_id=collection_id, file_ids=file_ids, filters=filters)
         self._touch(collection_id)
         collection = self.collections.get(collection_id, {})
         if file_ids:
@@ -190,7 +346,7 @@ class FakeHost:
 
     async def vector_list(self, collection_id: str, filters: dict[str, Any] | None = None,
                           limit: int = 20, offset: int = 0) -> dict[str, Any]:
-        self._enter("vector_list", collection_id=collection_id, filters=filters, offset=offset)
+        await self._call("vector_list", collection_id=collection_id, filters=filters, offset=offset)
         self._touch(collection_id)
         if self.list_window is not None and offset + limit > self.list_window:
             raise HostError(f"invalid max query result window, (offset+limit) should be in range [1, "
@@ -204,25 +360,25 @@ class FakeHost:
         return {"items": items[offset : offset + limit], "total": -1 if filters else len(items)}
 
     async def get_knowledge_file_stream(self, storage_path: str) -> bytes:
-        self._enter("get_knowledge_file_stream", storage_path=storage_path)
+        await self._call("get_knowledge_file_stream", storage_path=storage_path)
         if storage_path not in self.files:
             raise HostError(f"file not found: {storage_path}")
         return self.files[storage_path]
 
     async def set_plugin_storage(self, key: str, value: bytes) -> None:
-        self._enter("set_plugin_storage", key=key)
+        await self._call("set_plugin_storage", key=key)
         self.storage[key] = bytes(value)
 
     async def get_plugin_storage(self, key: str) -> bytes:
-        self._enter("get_plugin_storage", key=key)
+        await self._call("get_plugin_storage", key=key)
         if key not in self.storage:
             raise HostError(f"storage key not found: {key}")
         return self.storage[key]
 
     async def get_plugin_storage_keys(self) -> list[str]:
-        self._enter("get_plugin_storage_keys")
+        await self._call("get_plugin_storage_keys")
         return list(self.storage)
 
     async def delete_plugin_storage(self, key: str) -> None:
-        self._enter("delete_plugin_storage", key=key)
+        await self._call("delete_plugin_storage", key=key)
         self.storage.pop(key, None)

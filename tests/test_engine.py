@@ -95,16 +95,18 @@ async def test_reupload_of_the_same_file_costs_no_embedding_calls(harness: Harne
 
 
 async def test_embedding_batches_are_bounded_and_shrink_to_what_the_provider_accepts(harness: Harness, host):
-    host.max_embed_batch = 10
+    host.max_embed_batch = 10  # refused as LangBot 4.11 reports it: "Invalid request parameters"
     result = await harness.ingest(KB, "big.txt", long_text(80))
     assert result.status == DocumentStatus.COMPLETED
-    remembered = harness.host.engine.installation("dedicated").batch_sizes["embed-model-1"]
-    assert remembered <= 10
-    failed_before = host.calls["invoke_embedding"]
+    learned = harness.host.engine.installation("dedicated").batch_sizes["embed-model-1"]
+    assert learned.size <= 10
+    before = host.calls["invoke_embedding"]
+    refused_before = host.oversized_batches
     second = await harness.ingest(KB, "other.txt", long_text(80).replace(b"Machine", b"Robot"))
-    # the second file starts at the remembered size: no failing oversize calls any more
+    # the second file starts at the learned size: at most one oversize probe while it closes in
     chunks = len(host.vectors_of(KB, second.document_id))
-    assert host.calls["invoke_embedding"] - failed_before == -(-chunks // remembered)
+    assert host.oversized_batches - refused_before <= 1
+    assert host.calls["invoke_embedding"] - before <= -(-chunks // learned.size) + 1
 
 
 async def test_retrieve_filters_pass_through_and_several_keys_are_wrapped_in_and(harness: Harness, host):

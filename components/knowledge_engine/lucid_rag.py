@@ -25,10 +25,12 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from langbot_plugin.api.entities.builtin.rag.models import IngestionContext, IngestionResult
 
 from lucidrag.engine import Engine
-from lucidrag.errors import LucidRagError
+from lucidrag.errors import LucidRagError, SettingsError
+from lucidrag.failures import forget_failure, remember_outcome
 from lucidrag.ingest import IngestRequest
 from lucidrag.parsing import document_from_parse_result
-from lucidrag.settings import parse_creation_settings
+from lucidrag.saved_settings import save_creation_settings
+from lucidrag.settings import CreationSettings, creation_problems, invalid_creation_message, parse_creation_settings
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class LucidRag(KnowledgeEngine):
 
     async def on_knowledge_base_create(self, kb_id: str, config: dict) -> None:
         try:
+            await save_creation_settings(self.plugin, kb_id, config)  # for the console
             parse_creation_settings(config)
             # Marks the KB as having no vectors yet, so nothing touches the vector DB before the
             # first upsert (Milvus would create a 1536-dimension collection). Best effort.
@@ -73,6 +76,14 @@ class LucidRag(KnowledgeEngine):
             logger.exception("kb=%s: could not remove every vector of the deleted knowledge base", kb_id)
 
     async def ingest(self, context: IngestionContext) -> IngestionResult:
+        result = await self._ingest(context)
+        # For the console: why a file failed (LangBot shows only "Failed"); best effort, never raises.
+        await remember_outcome(self.plugin, context.knowledge_base_id, result.document_id,
+                               result.error_message if result.status == DocumentStatus.FAILED else None,
+                               context.file_object.metadata.filename, context.creation_settings)
+        return result
+
+    async def _ingest(self, context: IngestionContext) -> IngestionResult:
         document_id = context.file_object.metadata.document_id
         try:
             request = _ingest_request(context)
@@ -124,6 +135,7 @@ class LucidRag(KnowledgeEngine):
     async def delete_document(self, kb_id: str, document_id: str) -> bool:
         try:
             await self.engine.delete_document(self.plugin, self._installation_id(), kb_id, document_id)
+            await forget_failure(self.plugin, kb_id, document_id)
             return True
         except Exception:  # noqa: BLE001 - False tells the host (and the user) to retry
             logger.exception("kb=%s doc=%s: delete failed", kb_id, document_id)
@@ -145,9 +157,18 @@ def _ingest_request(context: IngestionContext) -> IngestRequest:
         storage_path=context.file_object.storage_path,
         filename=meta.filename,
         mime_type=meta.mime_type or "",
-        settings=parse_creation_settings(context.creation_settings),
+        settings=_creation_settings(context.creation_settings),
         parsed=parsed,
     )
+
+
+def _creation_settings(raw: dict) -> CreationSettings:
+    """Parsed settings; invalid ones fail the upload naming each bad setting and its valid range."""
+    try:
+        return parse_creation_settings(raw)
+    except SettingsError as error:
+        problems = creation_problems(raw)
+        raise SettingsError(invalid_creation_message(str(error), problems) if problems else str(error)) from error
 
 
 def _failed(document_id: str, message: str) -> IngestionResult:

@@ -176,7 +176,18 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
         engine = "pypdf"
     sections = _sections(pages, bookmarks)
     return Document(sections=tuple(sections), format="pdf",
-                    metadata={"page_count": len(pages), "pdf_engine": engine})
+                    metadata={"page_count": len(pages), "pdf_engine": engine}, title=_pdf_title(data))
+
+
+def _pdf_title(data: bytes) -> str:
+    """The Info dictionary's /Title (document_name); a bonus, never a reason to fail."""
+    try:
+        from pypdf import PdfReader
+
+        info = PdfReader(io.BytesIO(data)).metadata
+        return str(info.title or "") if info is not None else ""
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 class _Encrypted(Exception):

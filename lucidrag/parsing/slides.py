@@ -88,5 +88,9 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
     if not sections:
         raise ParseError("This presentation contains no text (its slides may hold only images). "
                          "Choose an OCR parser plugin, or upload slides with text.")
+    try:
+        title = str(part.package.core_properties.title or "")
+    except Exception:  # noqa: BLE001 - a missing or damaged core.xml costs only the title
+        title = ""
     return Document(sections=tuple(sections), format="pptx",
-                    metadata={"slide_count": len(presentation.slides)})
+                    metadata={"slide_count": len(presentation.slides)}, title=title)

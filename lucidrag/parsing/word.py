@@ -222,4 +222,11 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
     if not sections:
         raise ParseError("This Word document contains no text (it may hold only images). "
                          "Choose an OCR parser plugin, or upload a document with text.")
-    return Document(sections=tuple(sections), format="docx")
+    return Document(sections=tuple(sections), format="docx", title=_core_title(document))
+
+
+def _core_title(document) -> str:  # noqa: ANN001 - python-docx Document
+    try:
+        return str(document.core_properties.title or "")
+    except Exception:  # noqa: BLE001 - a missing or damaged core.xml costs only the title
+        return ""

@@ -1,0 +1,383 @@
+"""The LucidRAG console's backend: what the sidebar page (components/pages/console) shows and the
+few repairs it may run. Typed, host-agnostic, tested without a browser (tests/test_console.py).
+
+Scope: only knowledge bases of the calling installation. LangBot's `list_knowledge_bases` lists
+every KB of the workspace (any engine) and plugin storage is per installation, so a KB is ours when
+this installation's storage holds something of it (every LucidRAG KB gets its settings saved at
+creation) and, when the host answers, it still exists there.
+
+Read-only except the explicit repair actions in `REPAIRS`. Every endpoint answers a JSON-able dict
+or raises `ConsoleError` with a message for the operator.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .engine import Engine
+from .errors import LucidRagError
+from .failures import FailureRecord, forget_failure, list_failures
+from .host import HostApi, describe
+from .kbstate import KnowledgeBaseState
+from .records import FileRecord
+from .retrieve import Hit, citation
+from .saved_settings import load_creation_settings
+from .settings import (
+    CREATION_DEFAULTS,
+    MAX_TOP_K,
+    SettingProblem,
+    creation_problems,
+)
+from .storage_keys import failure_file_ids, journal_file_ids, kb_ids, record_file_ids
+from .store import KbStore
+from .vectorscan import LIST_PAGE, LIST_WINDOW
+
+logger = logging.getLogger(__name__)
+
+PREVIEW_CHARS = 600  # of each chunk in the preview
+MAX_PREVIEW = 200  # chunks per preview request
+SCAN_PAGES = 20  # vector_list pages an orphan scan reads at most (LIST_PAGE items each)
+SEARCH_TOP_K = 10
+REPAIR_BUDGET_S = 20.0  # a repair request may spend this long retrying storage writes
+
+
+class ConsoleError(Exception):
+    """`str(error)` is shown to the operator."""
+
+
+class ConsoleHost(HostApi, Protocol):
+    async def list_knowledge_bases(self) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class KbRef:
+    kb_id: str
+    name: str
+    description: str
+
+
+# What to do about a failure, keyed by words of the engine's own message (errors.py wording).
+_ADVICE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("created with invalid settings",), "Create a new LucidRAG knowledge base with valid settings "
+     "and upload the file there; creation settings cannot be changed."),
+    (("encrypted", "password"), "Remove the password (print to PDF or save an unprotected copy), "
+     "then upload it again."),
+    (("scan", "ocr", "image"), "Choose an OCR parser plugin for this knowledge base, or upload a "
+     "version of the file with selectable text."),
+    (("embedding",), "Check the embedding model in LangBot (Models), then delete the file and "
+     "upload it again."),
+    (("vector database",), "Check the vector database in LangBot's settings, then delete the file "
+     "and upload it again."),
+)
+_DEFAULT_ADVICE = "Follow the message above, delete the failed file in LangBot and upload it again."
+
+
+def advice_for(reason: str) -> str:
+    lowered = reason.lower()
+    for words, advice in _ADVICE:
+        if any(w in lowered for w in words):
+            return advice
+    return _DEFAULT_ADVICE
+
+
+class Console:
+    def __init__(self, host: ConsoleHost, engine: Engine, installation_id: str) -> None:
+        self.host = host
+        self.engine = engine
+        self.installation_id = installation_id
+        self._keys: list[str] | None = None
+
+    async def handle(self, endpoint: str, body: Any) -> dict[str, Any]:
+        routes: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
+            "/overview": self.overview,
+            "/kb": self.kb_detail,
+            "/chunks": self.chunks,
+            "/search": self.search,
+            "/scan": self.scan,
+            "/repair": self.repair,
+        }
+        route = routes.get(endpoint.rstrip("/") or "/")
+        if route is None:
+            raise ConsoleError(f"Unknown console endpoint {endpoint!r}.")
+        return await route(body if isinstance(body, Mapping) else {})
+
+    # ------------------------------------------------------------------ scope
+    async def _storage_keys(self) -> list[str]:
+        if self._keys is None:
+            try:
+                self._keys = list(await self.host.get_plugin_storage_keys())
+            except Exception as error:  # noqa: BLE001
+                raise ConsoleError(f"LangBot's plugin storage is not answering ({describe(error)}); the console "
+                                   "needs it to find this installation's knowledge bases.") from error
+        return self._keys
+
+    async def knowledge_bases(self) -> list[KbRef]:
+        ours = kb_ids(await self._storage_keys())
+        try:
+            listed = {str(kb["uuid"]): kb for kb in await self.host.list_knowledge_bases()}
+        except Exception as error:  # noqa: BLE001 - still show what storage knows, unnamed
+            logger.warning("console: list_knowledge_bases failed (%s)", describe(error))
+            return [KbRef(kb, "", "") for kb in ours]
+        return [KbRef(kb, str(listed[kb].get("name") or ""), str(listed[kb].get("description") or ""))
+                for kb in ours if kb in listed]
+
+    async def _kb(self, body: Mapping[str, Any]) -> KbRef:
+        kb_id = str(body.get("kb_id") or "")
+        for ref in await self.knowledge_bases():
+            if ref.kb_id == kb_id:
+                return ref
+        raise ConsoleError("This knowledge base is not a LucidRAG knowledge base of this installation.")
+
+    async def _state(self, kb_id: str) -> KnowledgeBaseState:
+        state = self.engine.installation(self.installation_id).kb(kb_id)
+        await state.ensure_loaded(self.host, kb_id)  # collection id = KB uuid
+        return state
+
+    # ------------------------------------------------------------------ reads
+    async def overview(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        keys = await self._storage_keys()
+        out = []
+        for ref in await self.knowledge_bases():
+            settings = await load_creation_settings(self.host, ref.kb_id)
+            out.append({
+                "kb_id": ref.kb_id,
+                "name": ref.name or ref.kb_id,
+                "description": ref.description,
+                "files": len(record_file_ids(keys, ref.kb_id)),
+                "failed": len(failure_file_ids(keys, ref.kb_id)),
+                "interrupted": len(journal_file_ids(keys, ref.kb_id)),
+                "invalid_settings": [p.name for p in creation_problems(settings)] if settings is not None else [],
+            })
+        return {"knowledge_bases": out}
+
+    async def kb_detail(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        keys = await self._storage_keys()
+        state = await self._state(ref.kb_id)
+        failures = await list_failures(self.host, ref.kb_id, keys)
+        interrupted = journal_file_ids(keys, ref.kb_id)
+        files = [_file_row(record, "unsaved" if fid in state.unsaved else "ready")
+                 for fid, record in sorted(state.files.items(), key=lambda kv: kv[1].name.lower())]
+        files += [_failure_row(f) for f in failures if f.file_id not in state.files]
+        files += [{"file_id": fid, "title": "", "format": "", "status": "interrupted", "chunks": 0,
+                   "pages": "", "reason": "The plugin stopped while this file was being written "
+                   "(LangBot shows it as interrupted).",
+                   "advice": "Remove the vectors it left (button), then upload the file again. LangBot "
+                   "itself refuses to delete an interrupted file."}
+                  for fid in interrupted if fid not in state.files]
+        settings = await load_creation_settings(self.host, ref.kb_id)
+        return {
+            "kb_id": ref.kb_id,
+            "name": ref.name or ref.kb_id,
+            "files": files,
+            "health": _health(state, interrupted, len(failures)),
+            "settings": _settings_view(settings),
+        }
+
+    async def chunks(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        state = await self._state(ref.kb_id)
+        record = state.files.get(str(body.get("file_id") or ""))
+        if record is None:
+            raise ConsoleError("This file has no chunks in this knowledge base (failed, deleted or never ingested).")
+        offset = max(0, _int(body.get("offset"), 0))
+        limit = min(MAX_PREVIEW, max(1, _int(body.get("limit"), 50)))
+        return {
+            "file_id": record.file_id,
+            "title": record.name,
+            "total": len(record.chunks),
+            "offset": offset,
+            "chunks": [{
+                "index": c.index,
+                "heading": c.heading,
+                "page": c.page,
+                "text": c.text[:PREVIEW_CHARS],
+                "truncated": len(c.text) > PREVIEW_CHARS,
+            } for c in record.chunks[offset : offset + limit]],
+        }
+
+    async def search(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        query = str(body.get("query") or "").strip()
+        if not query:
+            raise ConsoleError("Type a question or some words to search for.")
+        top_k = min(MAX_TOP_K, max(1, _int(body.get("top_k"), SEARCH_TOP_K)))
+        settings = await load_creation_settings(self.host, ref.kb_id) or {}
+        model = str(settings.get("embedding_model_uuid") or "")
+        # Without a known embedding model only the keyword half can run; chunking settings play no
+        # part in retrieval, so a KB created with invalid ones can still be searched.
+        mode = "hybrid" if model else "keyword"
+        try:
+            hits = await self.engine.retrieve(
+                self.host, self.installation_id, ref.kb_id, ref.kb_id, query,
+                {"embedding_model_uuid": model or "unknown"},
+                {"top_k": top_k, "search_mode": mode, "context_window": 0}, None)
+        except LucidRagError as error:
+            raise ConsoleError(str(error)) from error
+        return {"query": query, "mode": mode, "hits": [_hit_row(h) for h in hits],
+                "note": "" if model else "The embedding model of this knowledge base is not known yet "
+                "(it is saved at the next upload): keyword scores only."}
+
+    async def scan(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Read-only: files whose vectors are in the vector DB but that LucidRAG has no record of
+        (a crash mid-upload, a rollback that failed). Bounded to SCAN_PAGES pages."""
+        ref = await self._kb(body)
+        state = await self._state(ref.kb_id)
+        if state.fresh and not state.files:
+            # Listing would make LangBot's Milvus adapter create a wrong-dimension collection.
+            return {"orphans": [], "complete": True, "scanned": 0}
+        counts: dict[str, int] = {}
+        scanned, complete, offset = 0, False, 0
+        for _ in range(SCAN_PAGES):
+            if offset + LIST_PAGE > LIST_WINDOW:
+                break
+            try:
+                page = await self.host.vector_list(ref.kb_id, limit=LIST_PAGE, offset=offset)
+            except Exception as error:  # noqa: BLE001
+                raise ConsoleError(f"The vector database did not list the knowledge base: {describe(error)}") from error
+            items = (page or {}).get("items") or []
+            for item in items:
+                file_id = str((item.get("metadata") or {}).get("file_id") or "")
+                if file_id:
+                    counts[file_id] = counts.get(file_id, 0) + 1
+            scanned += len(items)
+            offset += len(items)
+            if len(items) < LIST_PAGE:
+                complete = True
+                break
+        orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items()) if fid not in state.files]
+        return {"orphans": orphans, "complete": complete, "scanned": scanned}
+
+    # ------------------------------------------------------------------ repairs
+    async def repair(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        action = str(body.get("action") or "")
+        if action == "remove_orphan_vectors":
+            return await self._remove_orphan_vectors(ref.kb_id, str(body.get("file_id") or ""))
+        if action == "retry_saving_records":
+            return await self._retry_saving_records(ref.kb_id)
+        if action == "rebuild_from_vector_db":
+            return await self._rebuild_from_vector_db(ref.kb_id)
+        raise ConsoleError(f"Unknown repair action {action!r}.")
+
+    async def _remove_orphan_vectors(self, kb_id: str, file_id: str) -> dict[str, Any]:
+        state = await self._state(kb_id)
+        if not file_id:
+            raise ConsoleError("Choose the file whose vectors should be removed.")
+        if file_id in state.files and file_id not in journal_file_ids(await self._storage_keys(), kb_id):
+            raise ConsoleError("This file is ingested and searchable; delete it in LangBot instead.")
+        try:  # the same path as LangBot's delete: vectors, then record and journal entry
+            await self.engine.delete_document(self.host, self.installation_id, kb_id, file_id)
+        except LucidRagError as error:
+            raise ConsoleError(f"{error}. Try again.") from error
+        await forget_failure(self.host, kb_id, file_id)
+        logger.info("kb=%s file=%s: orphan vectors removed from the console", kb_id, file_id)
+        return {"removed": file_id}
+
+    async def _retry_saving_records(self, kb_id: str) -> dict[str, Any]:
+        state = await self._state(kb_id)
+        pending = sorted(state.unsaved)
+        await state.flush(KbStore(self.host, kb_id), time.monotonic() + REPAIR_BUDGET_S)
+        return {"saved": [f for f in pending if f not in state.unsaved], "still_unsaved": sorted(state.unsaved)}
+
+    async def _rebuild_from_vector_db(self, kb_id: str) -> dict[str, Any]:
+        state = await self._state(kb_id)
+        try:
+            files = await state.rebuild_from_vector_db(self.host, kb_id)
+        except Exception as error:  # noqa: BLE001
+            raise ConsoleError(f"The vector database could not be read: {describe(error)}. Try again.") from error
+        return {"files": files, "chunks": len(state.chunks)}
+
+
+# ---------------------------------------------------------------------- views
+def _pages(record: FileRecord) -> str:
+    pages = sorted({c.page for c in record.chunks if c.page})
+    if not pages:
+        return ""
+    return str(pages[0]) if len(pages) == 1 else f"{pages[0]}-{pages[-1]}"
+
+
+def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "file_id": record.file_id,
+        "title": record.name or f"{(record.format or 'unknown').upper()} file",
+        "format": record.format,
+        "status": status,
+        "chunks": len(record.chunks),
+        "pages": _pages(record),
+        "reason": "",
+        "advice": "",
+    }
+    if status == "unsaved":
+        row["reason"] = "Searchable, but its record could not be saved in plugin storage."
+        row["advice"] = "Click 'Retry saving records'. Until then a plugin restart rebuilds it from the vector DB."
+    return row
+
+
+def _failure_row(failure: FailureRecord) -> dict[str, Any]:
+    return {
+        "file_id": failure.file_id,
+        "title": failure.document_name,
+        "format": failure.format,
+        "status": "failed",
+        "chunks": 0,
+        "pages": "",
+        "reason": failure.reason,
+        "advice": advice_for(failure.reason),
+        "failed_at": failure.failed_at,
+    }
+
+
+def _health(state: KnowledgeBaseState, interrupted: list[str], failed: int) -> dict[str, Any]:
+    if state.fresh and not state.files:
+        index = "empty"
+    else:
+        index = "ready"
+    return {
+        "files": len(state.files),
+        "chunks": sum(len(r.chunks) for r in state.files.values()),
+        "keyword_index_chunks": len(state.index),
+        "index_state": index,
+        "distance_metric": state.metric.value if state.metric else "",
+        "unsaved_records": sorted(state.unsaved),
+        "interrupted_files": interrupted,
+        "failed_files": failed,
+    }
+
+
+def _problem(problem: SettingProblem) -> dict[str, Any]:
+    return {"name": problem.name, "value": problem.value, "valid": problem.valid, "message": problem.message}
+
+
+def _settings_view(saved: Mapping[str, Any] | None) -> dict[str, Any]:
+    if saved is None:
+        return {"known": False, "values": {}, "problems": []}
+    values = {**CREATION_DEFAULTS, **{k: v for k, v in saved.items() if v is not None}}
+    return {"known": True, "values": values, "problems": [_problem(p) for p in creation_problems(saved)]}
+
+
+def _hit_row(hit: Hit) -> dict[str, Any]:
+    meta = hit.metadata()
+    return {
+        "file_id": hit.chunk.file_id,
+        "document_name": meta["document_name"],
+        "chunk_index": hit.chunk.index,
+        "heading": hit.chunk.heading,
+        "page": hit.chunk.page,
+        "citation": citation(hit.format, hit.chunk.page, hit.chunk.heading),
+        "vector_score": hit.vector_score,
+        "keyword_score": hit.keyword_score,
+        "fused_score": hit.score,
+        "text": hit.content[:PREVIEW_CHARS],
+    }
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default

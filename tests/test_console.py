@@ -1,0 +1,380 @@
+"""The LucidRAG console (sidebar Page) and what it relies on: failure records, saved creation
+settings, document titles and per-hit scores. Driven through the real KnowledgeEngine component
+and the real Page component against the contract-following fake host; no browser."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import uuid
+import zlib
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from langbot_plugin.api.definition.components.page import PageRequest, PageResponse
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from components.pages.console.console import LucidRagConsole
+from lucidrag.records import FileRecord
+from lucidrag.storage_keys import failure_key, file_record_key, journal_key, meta_key
+from tests import samples
+from tests.conftest import MODEL, FakePlugin, Harness
+
+ROOT = Path(__file__).resolve().parent.parent
+KB = "kb-console-1"
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+
+
+class ConsoleHost(FakePlugin):
+    """FakePlugin plus `list_knowledge_bases` as LangBot 4.11.2 answers it (pkg/plugin/handler.py):
+    every KB of the workspace, any engine, as {uuid, name, description} only."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace_kbs: dict[str, str] = {}
+
+    async def list_knowledge_bases(self) -> list[dict[str, Any]]:
+        self._enter("list_knowledge_bases")
+        return [{"uuid": k, "name": n, "description": ""} for k, n in self.workspace_kbs.items()]
+
+
+@pytest.fixture
+def host() -> ConsoleHost:
+    return ConsoleHost()
+
+
+@pytest.fixture
+def page(host: ConsoleHost) -> LucidRagConsole:
+    component = LucidRagConsole()
+    component.plugin = host  # type: ignore[assignment]
+    return component
+
+
+async def api(page: LucidRagConsole, endpoint: str, **body: Any) -> dict[str, Any]:
+    response = await page.handle_api(PageRequest(endpoint=endpoint, method="POST", body=body))
+    assert isinstance(response, PageResponse) and response.error is None
+    return response.data
+
+
+async def create_kb(harness: Harness, host: ConsoleHost, kb_id: str = KB, name: str = "Manuals",
+                    **settings: Any) -> None:
+    host.workspace_kbs[kb_id] = name
+    await harness.component.on_knowledge_base_create(kb_id, {"embedding_model_uuid": MODEL, **settings})
+
+
+def rows(detail: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["file_id"]: r for r in detail["files"]}
+
+
+def today() -> str:
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+# ---------------------------------------------------------------------- failed files say why
+async def test_a_failed_file_shows_its_reason_and_what_to_do(harness: Harness, host, page):
+    await create_kb(harness, host)
+    result = await harness.ingest(KB, "locked.pdf", samples.encrypted_pdf_bytes())
+    assert result.status == DocumentStatus.FAILED
+    detail = await api(page, "/kb", kb_id=KB)
+    row = rows(detail)[result.document_id]
+    assert row["status"] == "failed" and row["format"] == "pdf"
+    assert row["reason"] == result.error_message and re.search("password|encrypted", row["reason"])
+    assert "password" in row["advice"].lower()
+    assert row["title"] == f"PDF file, {today()}"
+    assert detail["health"]["failed_files"] == 1
+
+
+async def test_the_failure_record_goes_when_the_file_is_deleted_or_later_ingests(harness: Harness, host, page):
+    await create_kb(harness, host)
+    failed = await harness.ingest(KB, "locked.pdf", samples.encrypted_pdf_bytes())
+    assert failure_key(KB, failed.document_id) in host.storage
+    assert await harness.component.delete_document(KB, failed.document_id) is True
+    assert failure_key(KB, failed.document_id) not in host.storage
+
+    host.fail("vector_upsert", error=RuntimeError("disk full"))
+    retried = await harness.ingest(KB, "a.txt", SOLAR)
+    assert retried.status == DocumentStatus.FAILED and failure_key(KB, retried.document_id) in host.storage
+    host.faults.clear()
+    ok = await harness.ingest(KB, "a.txt", SOLAR, document_id=retried.document_id)
+    assert ok.status == DocumentStatus.COMPLETED
+    assert failure_key(KB, retried.document_id) not in host.storage
+    assert rows(await api(page, "/kb", kb_id=KB))[ok.document_id]["status"] == "ready"
+
+
+async def test_broken_plugin_storage_never_fails_an_upload_or_a_delete(harness: Harness, host):
+    host.fail("set_plugin_storage")
+    host.fail("delete_plugin_storage")
+    failed = await harness.ingest(KB, "locked.pdf", samples.encrypted_pdf_bytes())
+    assert failed.status == DocumentStatus.FAILED and "encrypted" in failed.error_message.lower()
+    good = await harness.ingest(KB, "a.txt", SOLAR)
+    assert good.status == DocumentStatus.COMPLETED
+    assert await harness.component.delete_document(KB, failed.document_id) is True
+    assert await harness.component.delete_document(KB, good.document_id) is True
+
+
+# ---------------------------------------------------------------------- invalid creation settings
+async def test_invalid_creation_settings_are_flagged_and_every_upload_names_the_range(harness: Harness, host, page):
+    await create_kb(harness, host, chunk_size=100, chunk_overlap=90)
+    overview = await api(page, "/overview")
+    assert overview["knowledge_bases"][0]["invalid_settings"] == ["chunk_overlap"]
+    detail = await api(page, "/kb", kb_id=KB)
+    [problem] = detail["settings"]["problems"]
+    assert problem["name"] == "chunk_overlap" and problem["value"] == 90 and problem["valid"] == "0-50"
+    assert detail["settings"]["values"]["chunk_size"] == 100
+
+    result = await harness.ingest(KB, "a.txt", SOLAR, settings={"chunk_size": 100, "chunk_overlap": 90})
+    assert result.status == DocumentStatus.FAILED
+    assert "chunk_overlap" in result.error_message and "0-50" in result.error_message
+    assert "create a new LucidRAG knowledge base" in result.error_message
+    row = rows(await api(page, "/kb", kb_id=KB))[result.document_id]
+    assert "new LucidRAG knowledge base" in row["advice"]
+
+
+async def test_valid_settings_are_not_flagged(harness: Harness, host, page):
+    await create_kb(harness, host, chunk_size=800, chunk_overlap=100)
+    detail = await api(page, "/kb", kb_id=KB)
+    assert detail["settings"]["known"] and detail["settings"]["problems"] == []
+    assert (await api(page, "/overview"))["knowledge_bases"][0]["invalid_settings"] == []
+
+
+# ---------------------------------------------------------------------- scope
+async def test_only_this_installations_lucidrag_knowledge_bases_are_shown_or_reachable(harness: Harness, host, page):
+    await create_kb(harness, host, KB, "Ours")
+    await harness.ingest(KB, "a.txt", SOLAR)
+    host.workspace_kbs["kb-other-engine"] = "Another engine's KB"  # in the workspace, not ours
+    other = ConsoleHost()  # another installation: its own plugin storage and engine
+    other_harness = Harness(other)
+    await create_kb(other_harness, other, "kb-theirs", "Theirs")
+    await other_harness.ingest("kb-theirs", "tea.txt", TEA)
+    host.workspace_kbs["kb-theirs"] = "Theirs"
+    host.storage[file_record_key("kb-deleted", "f1")] = b"x"  # left behind by a deleted KB
+
+    listed = [kb["kb_id"] for kb in (await api(page, "/overview"))["knowledge_bases"]]
+    assert listed == [KB]
+    for endpoint, body in [("/kb", {}), ("/search", {"query": "tea"}), ("/chunks", {"file_id": "f1"}),
+                           ("/scan", {}), ("/repair", {"action": "retry_saving_records"})]:
+        for kb_id in ("kb-theirs", "kb-other-engine", "kb-deleted"):
+            data = await api(page, endpoint, kb_id=kb_id, **body)
+            assert "not a LucidRAG knowledge base of this installation" in data["error"], (endpoint, kb_id)
+
+
+# ---------------------------------------------------------------------- files, chunks, search
+async def test_files_show_title_format_chunks_and_pages(harness: Harness, host, page):
+    await create_kb(harness, host)
+    pdf = await harness.ingest(KB, "guide.pdf", samples.pdf_bytes(
+        [["Chapter one text about pumps."], ["Chapter two text about valves."]],
+        outline=[("Pumps", 0, 0), ("Valves", 0, 1)]))
+    docx = await harness.ingest(KB, "g.docx", samples.docx_bytes())
+    detail = await api(page, "/kb", kb_id=KB)
+    files = rows(detail)
+    assert files[pdf.document_id]["format"] == "pdf" and files[pdf.document_id]["pages"] == "1-2"
+    assert files[pdf.document_id]["title"] == "Pumps"  # no /Title metadata: the first heading
+    assert files[docx.document_id]["title"] == "Product Guide"
+    assert files[docx.document_id]["format"] == "docx" and files[docx.document_id]["chunks"] == docx.chunks_created
+    assert detail["health"]["chunks"] == sum(r["chunks"] for r in detail["files"])
+    assert detail["health"]["index_state"] == "ready"
+
+
+async def test_chunk_preview_has_text_heading_and_page(harness: Harness, host, page):
+    await create_kb(harness, host)
+    pdf = await harness.ingest(KB, "guide.pdf", samples.pdf_bytes(
+        [["Chapter one text about pumps."], ["Chapter two text about valves."]],
+        outline=[("Pumps", 0, 0), ("Valves", 0, 1)]))
+    preview = await api(page, "/chunks", kb_id=KB, file_id=pdf.document_id)
+    assert preview["total"] == len(preview["chunks"]) >= 2
+    valves = [c for c in preview["chunks"] if "valves" in c["text"]][0]
+    assert valves["heading"] == "Valves" and valves["page"] == 2
+
+
+async def test_search_shows_vector_keyword_and_fused_scores_with_the_citation(harness: Harness, host, page):
+    await create_kb(harness, host)
+    solar = await harness.ingest(KB, "solar.md", b"# Energy report\n\n" + SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    data = await api(page, "/search", kb_id=KB, query="How many kilowatts does the solar array produce?")
+    assert data["mode"] == "hybrid"
+    top = data["hits"][0]
+    assert top["file_id"] == solar.document_id and "42 kilowatts" in top["text"]
+    assert top["document_name"] == "Energy report" and top["citation"] == "MARKDOWN · Energy report"
+    assert 0 < top["vector_score"] <= 1 and 0 < top["keyword_score"] <= 1
+    assert min(top["vector_score"], top["keyword_score"]) <= top["fused_score"] <= max(top["vector_score"], top["keyword_score"])
+
+
+async def test_search_without_known_settings_falls_back_to_keywords(harness: Harness, host, page):
+    host.workspace_kbs[KB] = "Old KB"
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.storage.pop(f"lucidrag/v1/kb/{KB}/settings")  # a KB from before settings were saved
+    data = await api(page, "/search", kb_id=KB, query="Tieguanyin Anxi")
+    assert data["mode"] == "keyword" and data["note"] and data["hits"][0]["vector_score"] is None
+    assert host.calls["invoke_embedding"] == 1  # only the upload's, none for the console's search
+
+
+# ---------------------------------------------------------------------- health and repairs
+async def test_orphan_vectors_are_found_and_removed_on_request_only(harness: Harness, host, page):
+    await create_kb(harness, host)
+    kept = await harness.ingest(KB, "a.txt", SOLAR)
+    await api(page, "/kb", kb_id=KB)  # loads the KB state
+    # A crash mid-upload: vectors written, no record, the plugin restarted.
+    orphan = str(uuid.uuid4())
+    await host.vector_upsert(KB, [[0.1] * 64], [str(uuid.uuid4())], [{"file_id": orphan, "text": "stale"}])
+    scan = await api(page, "/scan", kb_id=KB)
+    assert scan["complete"] and scan["orphans"] == [{"file_id": orphan, "vectors": 1}]
+    assert host.vectors_of(KB, orphan)  # a scan changes nothing
+
+    refused = await api(page, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=kept.document_id)
+    assert "delete it in LangBot" in refused["error"] and host.vectors_of(KB, kept.document_id)
+    assert await api(page, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=orphan) == {"removed": orphan}
+    assert host.vectors_of(KB, orphan) == [] and host.vectors_of(KB, kept.document_id)
+    assert (await api(page, "/scan", kb_id=KB))["orphans"] == []
+
+
+async def test_interrupted_file_is_shown_with_its_repair(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await harness.ingest(KB, "a.txt", SOLAR)
+    stuck = str(uuid.uuid4())
+    host.storage[journal_key(KB, stuck)] = b"{}"
+    await host.vector_upsert(KB, [[0.1] * 64], [str(uuid.uuid4())], [{"file_id": stuck, "text": "half"}])
+    detail = await api(page, "/kb", kb_id=KB)
+    assert rows(detail)[stuck]["status"] == "interrupted" and "upload the file again" in rows(detail)[stuck]["advice"]
+    assert detail["health"]["interrupted_files"] == [stuck]
+    await api(page, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=stuck)
+    assert host.vectors_of(KB, stuck) == [] and journal_key(KB, stuck) not in host.storage
+
+
+async def test_records_that_could_not_be_saved_can_be_saved_again(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await api(page, "/kb", kb_id=KB)  # state loaded, so the ingest keeps the unsaved record in memory
+    host.fail("set_plugin_storage")
+    result = await harness.ingest(KB, "a.txt", SOLAR)
+    assert result.status == DocumentStatus.COMPLETED
+    detail = await api(page, "/kb", kb_id=KB)
+    assert detail["health"]["unsaved_records"] == [result.document_id]
+    assert rows(detail)[result.document_id]["status"] == "unsaved"
+    host.faults.clear()
+    repaired = await api(page, "/repair", kb_id=KB, action="retry_saving_records")
+    assert repaired == {"saved": [result.document_id], "still_unsaved": []}
+    assert file_record_key(KB, result.document_id) in host.storage
+
+
+async def test_console_errors_reach_the_page_as_data_not_as_a_failed_call(host, page):
+    host.fail("get_plugin_storage_keys", error=RuntimeError("db locked"))
+    assert "plugin storage is not answering" in (await api(page, "/overview"))["error"]
+    assert "Unknown console endpoint" in (await api(page, "/nope"))["error"]
+
+
+# ---------------------------------------------------------------------- document_name
+async def test_every_result_carries_a_human_document_name(harness: Harness, host):
+    docx = io.BytesIO()
+    import docx as python_docx
+
+    document = python_docx.Document()
+    document.core_properties.title = "Warranty Terms 2026"
+    document.add_paragraph("The warranty covers the solar inverter for ten years.")
+    document.save(docx)
+    await harness.ingest(KB, "w.docx", docx.getvalue())
+    await harness.ingest(KB, "notes.txt", b"The inverter manual says to reset it with the red button.")
+    response = await harness.retrieve(KB, "inverter warranty reset")
+    names = {e.content[0].text[:20]: e.metadata["document_name"] for e in response.results}
+    assert set(names.values()) == {"Warranty Terms 2026", f"TEXT file, {today()}"}
+
+
+def test_titles_come_from_file_metadata(tmp_path):
+    import docx as python_docx
+    from pptx import Presentation
+    from pypdf import PdfWriter
+
+    from lucidrag.parsing import parse_file
+
+    buffer = io.BytesIO()
+    document = python_docx.Document()
+    document.core_properties.title = "Microsoft Word - Handbook"
+    document.add_paragraph("text")
+    document.save(buffer)
+    assert parse_file(buffer.getvalue(), "a.docx").title == "Microsoft Word - Handbook"
+
+    buffer = io.BytesIO()
+    deck = Presentation()
+    deck.core_properties.title = "Roadmap"
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "First"
+    slide.placeholders[1].text = "body"
+    deck.save(buffer)
+    assert parse_file(buffer.getvalue(), "a.pptx").title == "Roadmap"
+
+    raw = samples.pdf_bytes([["Some text on a page."]])
+    writer = PdfWriter(clone_from=io.BytesIO(raw))
+    writer.add_metadata({"/Title": "安装手册"})
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    assert parse_file(buffer.getvalue(), "a.pdf").title == "安装手册"
+
+
+def test_document_name_prefers_title_then_heading_then_format_and_date():
+    from datetime import date
+
+    from lucidrag.document import Document, Section, document_name
+
+    day = date(2026, 12, 3)
+    sections = (Section("body", ("Chapter 1",)),)
+    assert document_name(Document(sections, "docx", title="Microsoft Word - Handbook"), day) == "Handbook"
+    assert document_name(Document(sections, "docx", title="Untitled"), day) == "Chapter 1"
+    assert document_name(Document((Section("body"),), "csv"), day) == "CSV file, 2026-12-03"
+
+
+def test_records_stored_before_names_existed_still_load():
+    old = {"v": 1, "file_id": "f", "format": "text", "parents": [],
+           "chunks": [["c1", 0, "hello", "", None, None]]}
+    record = FileRecord.from_bytes(zlib.compress(json.dumps(old).encode()))
+    assert record.name == "" and record.chunks[0].text == "hello"
+    again = FileRecord.from_bytes(FileRecord(record.file_id, record.format, record.chunks, name="Doc").to_bytes())
+    assert again.name == "Doc" and again.chunks[0].document_name == "Doc"
+
+
+# ---------------------------------------------------------------------- the Page as LangBot loads it
+def test_the_page_is_discovered_and_served_where_langbot_looks():
+    from langbot_plugin.api.definition.components.manifest import ComponentManifest
+    from langbot_plugin.cli.utils.page_components import populate_plugin_pages
+
+    manifest = yaml.safe_load((ROOT / "manifest.yaml").read_text(encoding="utf-8"))
+    plugin = ComponentManifest(owner="test", manifest=manifest, rel_path="manifest.yaml")
+    directory = manifest["spec"]["components"]["Page"]["fromDirs"][0]["path"]
+    rel = directory + "console.yaml"
+    page = ComponentManifest(owner="test", manifest=yaml.safe_load((ROOT / rel).read_text(encoding="utf-8")), rel_path=rel)
+    populate_plugin_pages(plugin, [page])
+    [entry] = plugin.manifest["spec"]["pages"]
+    # LangBot serves page assets only under components/pages/ (pkg/api/http/controller/groups/plugins.py)
+    assert entry["id"] == "console" and entry["path"] == "components/pages/console/console.html"
+    assert (ROOT / entry["path"]).is_file()
+    assert {"en_US", "zh_Hans"} <= set(entry["label"])
+    assert page.execution is not None and (ROOT / directory / page.execution.python.path).is_file()
+
+
+def test_the_html_is_self_contained_and_translated():
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    # LangBot loads the page as a blob: URL and rewrites only this exact tag to an absolute URL.
+    assert '<script src="/api/v1/plugins/_sdk/page-sdk.js"></script>' in html
+    assert not re.search(r'(src|href)="(?!/api/v1/plugins/_sdk/)[^"#]', html)
+    blocks = dict(re.findall(r"\n    (en_US|zh_Hans): \{(.*?)\n    \}", html, re.S))
+    keys = {lang: set(re.findall(r"(\w+): ['\"]", body)) for lang, body in blocks.items()}
+    assert keys["en_US"] and keys["en_US"] == keys["zh_Hans"]
+    used = set(re.findall(r'data-i18n="(\w+)"', html)) | set(re.findall(r"\bt\('(\w+)'[,)]", html))
+    assert used <= keys["en_US"], used - keys["en_US"]
+
+
+async def test_rebuild_from_the_vector_db_brings_back_a_kb_that_storage_lost(harness: Harness, host, page):
+    await create_kb(harness, host)
+    result = await harness.ingest(KB, "a.txt", SOLAR)
+    for key in [k for k in host.storage if "/file/" in k]:
+        del host.storage[key]  # records lost, and the KB's "no vectors yet" mark is stale
+    host.storage[meta_key(KB)] = b'{"metric": null, "vectors": false}'
+    fresh = ConsoleHost()
+    fresh.collections, fresh.dims, fresh.storage, fresh.workspace_kbs = host.collections, host.dims, host.storage, host.workspace_kbs
+    page2 = LucidRagConsole()
+    page2.plugin = fresh  # type: ignore[assignment]
+    assert rows(await api(page2, "/kb", kb_id=KB)) == {}
+    assert await api(page2, "/repair", kb_id=KB, action="rebuild_from_vector_db") == {"files": 1, "chunks": 1}
+    assert result.document_id in rows(await api(page2, "/kb", kb_id=KB))

@@ -1,0 +1,207 @@
+"""Issue 9: KB state survives crashes, restarts and failing plugin storage; filters find what matches;
+CPU work stays off the event loop; bulk uploads do not list storage once per file.
+
+A "restart" is a new Harness (new plugin object, new Engine) over the same vector DB and storage.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag.keyword import BM25Index
+from tests.conftest import FakePlugin, Harness
+
+KB = "kb-runtime-1"
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+
+
+class Crash(BaseException):
+    """The plugin process dies: nothing after this point runs (no rollback, no bookkeeping)."""
+
+
+def restarted(host: FakePlugin) -> Harness:
+    """A new plugin process over the same LangBot host (vector DB and plugin storage)."""
+    fresh = FakePlugin(metric=host.metric, keep_metadata=host.keep_metadata,
+                       required_metadata=host.required_metadata, strip_filters=host.strip_filters,
+                       default_dim=host.default_dim, list_window=host.list_window)
+    fresh.collections, fresh.dims, fresh.storage = host.collections, host.dims, host.storage
+    return Harness(fresh)
+
+
+def long_text(paragraphs: int) -> bytes:
+    return "\n\n".join(
+        f"Paragraph {i}: component QX-{i} is inspected every {i % 12 + 1} weeks by team {i % 5}."
+        for i in range(paragraphs)
+    ).encode()
+
+
+async def crash_during_upsert(harness: Harness, data: bytes) -> str:
+    """Ingest `data`; the process dies after the first upsert batch was written."""
+    host = harness.host
+    real = host.vector_upsert
+    calls = 0
+
+    async def upsert(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            for name in ("vector_delete", "set_plugin_storage", "delete_plugin_storage", "vector_upsert"):
+                host.fail(name, error=Crash())  # a dead process makes no further calls
+            raise Crash()
+        return await real(*args, **kwargs)
+
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+    document_id = "doc-crashed"
+    with pytest.raises(Crash):
+        await harness.component.ingest(_context(harness, data, document_id))
+    return document_id
+
+
+def _context(harness: Harness, data: bytes, document_id: str):
+    from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
+
+    from tests.conftest import MODEL
+
+    path = f"v1/{KB}/{document_id}.txt"
+    harness.host.files[path] = data
+    return IngestionContext(
+        file_object=FileObject(metadata=FileMetadata(filename=path, file_size=len(data), mime_type="",
+                                                     document_id=document_id, knowledge_base_id=KB),
+                               storage_path=path),
+        knowledge_base_id=KB, collection_id=KB,
+        creation_settings={"embedding_model_uuid": MODEL, "chunk_size": 128, "chunk_overlap": 0},
+    )
+
+
+async def test_a_crash_mid_upsert_leaves_no_orphan_vectors_once_the_plugin_is_back(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    crashed = await crash_during_upsert(harness, long_text(400))
+    assert host.vectors_of(KB, crashed), "the first batch was written before the crash"
+
+    back = restarted(host)
+    texts = await back.texts(KB, "How often is component QX-7 inspected?", settings={"top_k": 10})
+    assert not any("QX-" in t for t in texts), "an interrupted ingest's vectors are not answers"
+    assert host.vectors_of(KB, crashed) == [], "the next invocation after the restart removed the orphans"
+    assert "Tieguanyin" in (await back.texts(KB, "Where does Tieguanyin come from?"))[0]
+    assert not [k for k in host.storage if "journal" in k]
+
+
+async def test_an_ingest_that_finished_but_lost_its_bookkeeping_is_adopted_after_a_restart(harness: Harness, host):
+    """The vectors were all written, then the record save failed and the process restarted: the
+    journal entry shows a complete file, which is adopted, not deleted."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key: "/file/" in key)  # records cannot be saved
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED
+    host.faults.clear()
+
+    back = restarted(host)
+    texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
+    assert texts and "42 kilowatts" in texts[0]
+    assert host.vectors_of(KB, solar.document_id)
+
+
+async def test_first_call_after_a_restart_is_an_ingest_whose_record_cannot_be_saved(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    back.host.fail("set_plugin_storage")  # storage writes fail for a while
+    solar = await back.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED
+    texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
+    assert texts and "42 kilowatts" in texts[0], "the file is in the keyword index although storage failed"
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")  # a later request saves what could not be saved
+    again = restarted(host)
+    texts = await again.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
+    assert texts and "42 kilowatts" in texts[0]
+    await again.component.on_knowledge_base_delete(KB)
+    assert host.vector_count(KB) == 0
+
+
+async def test_the_new_kb_mark_is_cleared_even_when_storage_failed_during_the_first_ingest(harness: Harness, host):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    host.fail("set_plugin_storage")
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    host.faults.clear()
+    await harness.retrieve("kb-other", "anything")  # any later request of the installation retries
+    back = restarted(host)
+    texts = await back.texts(KB, "How many kilowatts does the solar array produce?")
+    assert texts and "42 kilowatts" in texts[0]
+
+
+async def test_a_file_id_filter_in_keyword_mode_finds_the_file_however_many_others_match_better(harness: Harness):
+    for i in range(70):
+        await harness.ingest(KB, f"pump{i}.txt", f"Pump P{i}: pressure valve pressure valve pressure check.".encode())
+    target = await harness.ingest(KB, "manual.txt", b"The pressure of the boiler is read daily.")
+    texts = await harness.texts(KB, "pressure valve", settings={"search_mode": "keyword"},
+                                filters={"file_id": target.document_id})
+    assert texts == ["The pressure of the boiler is read daily."]
+
+
+async def test_a_chunk_level_filter_finds_a_chunk_ranked_past_a_thousand(harness: Harness, host):
+    await harness.ingest(KB, "parts.txt", long_text(1300), settings={"chunk_size": 64, "chunk_overlap": 0})
+    chunks = host.vectors_of(KB)
+    assert len(chunks) > 1100
+    wanted = max(chunks, key=lambda c: c["chunk_index"])
+    texts = await harness.texts(KB, "solar panels on the roof", settings={"search_mode": "vector"},
+                                filters={"chunk_index": wanted["chunk_index"]})
+    assert texts == [wanted["text"]]
+
+
+async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per_file(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    before = back.host.calls["get_plugin_storage_keys"]
+    for i in range(20):
+        await back.ingest(KB, f"note{i}.txt", f"Note {i} mentions gadget G{i}.".encode())
+    assert back.host.calls["get_plugin_storage_keys"] - before <= 2
+
+
+async def test_loading_and_deleting_never_tokenise_or_reindex_on_the_event_loop(harness: Harness, host, monkeypatch):
+    for i in range(10):
+        await harness.ingest(KB, f"f{i}.txt", long_text(30) + f" file {i}".encode())
+    on_loop: list[str] = []
+
+    def watch(name):
+        original = getattr(BM25Index, name)
+
+        def wrapper(self, *args, **kwargs):
+            if threading.current_thread() is threading.main_thread():
+                on_loop.append(name)
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(BM25Index, name, wrapper)
+
+    for name in ("add", "add_tokenized", "remove"):
+        watch(name)
+    back = restarted(host)
+    await back.texts(KB, "component QX-7", settings={"search_mode": "keyword"})  # first query: loads the KB
+    listed = back.host.vectors_of(KB)
+    await back.component.delete_document(KB, listed[0]["file_id"])
+    await back.ingest(KB, "extra.txt", TEA)
+    assert on_loop == []
+
+
+async def test_repair_rebuilds_a_kb_that_storage_wrongly_calls_new(harness: Harness, host):
+    """The documented limit of the "no vectors yet" mark: the repair action undoes it."""
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    from lucidrag.store import KbMeta, KbStore
+
+    await KbStore(host, KB).save_meta(KbMeta(None, False))  # a stale mark, as if every write had failed
+    for key in [k for k in host.storage if "/file/" in k]:
+        del host.storage[key]
+    back = restarted(host)
+    assert await back.texts(KB, "solar array kilowatts") == []
+    state = back.host.engine.installation("dedicated").kb(KB)
+    assert await state.rebuild_from_vector_db(back.host, KB) == 1
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts"))[0]
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts"))[0]
+
+
+async def test_a_kb_whose_records_are_all_in_memory_is_not_rebuilt_from_the_vector_db(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar array")
+    assert host.calls["vector_list"] == 0

@@ -18,11 +18,18 @@ from functools import lru_cache
 from semantic_text_splitter import TextSplitter
 
 from .document import Document, Section
+from .limits import LONG_LINE_FACTOR, WIDE_TABLE_HEADER_SHARE
 from .settings import CreationSettings
 
 HEADING_SEPARATOR = " › "
 # Clause ends that the Unicode sentence rules ignore; used only when a sentence is too long.
 _CJK_CLAUSE_END = re.compile(r"(?<=[；;，,、：:])")
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+_RUN_BREAKS = (
+    re.compile(r"[.!?。！？…]+[\"'”’)）\]]*(?:\s+|(?=[^\x00-\x7f]))"),  # sentence end (Latin needs a space)
+    re.compile(r"\s+"),
+    re.compile(r"[；;，,、：:]+"),
+)
 
 
 @dataclass(frozen=True)
@@ -83,12 +90,73 @@ def split_text(text: str, size: int, overlap: int) -> list[str]:
     if len(text) <= size:
         return [text]
     pieces: list[str] = []
-    for piece in _splitter(size, overlap).chunks(text):
-        if len(piece) > size:  # a single sentence longer than size: cut at clause ends
-            pieces.extend(_split_long_sentence(piece, size, overlap))
-        else:
-            pieces.append(piece)
+    for run, breakable in bounded_runs(text, size, overlap):
+        if not breakable:
+            pieces.extend(_fixed_windows(run, size, overlap))
+            continue
+        for piece in _splitter(size, overlap).chunks(run):
+            if len(piece) > size:  # a single sentence longer than size: cut at clause ends
+                pieces.extend(_split_long_sentence(piece, size, overlap))
+            else:
+                pieces.append(piece)
     return [p for p in pieces if p.strip()]
+
+
+def bounded_runs(text: str, size: int, overlap: int) -> list[tuple[str, bool]]:
+    """Guard for the splitter: cut every line longer than LONG_LINE_FACTOR × size into runs.
+
+    semantic-text-splitter's time grows with the square of a stretch that has no line or sentence
+    boundary (a 2 MB line without whitespace took 90 s). A long line is cut at its last sentence
+    end, else whitespace, else clause mark in the second half of each window; a window with none
+    of these is an unbreakable run, returned with breakable=False and cut into fixed windows by
+    the caller (what the splitter would do, in linear time). Runs are consecutive slices of
+    `text`; unbreakable runs overlap by `overlap` characters, like their fixed windows."""
+    limit = LONG_LINE_FACTOR * size
+    if len(text) <= limit:
+        return [(text, True)]
+    runs: list[tuple[str, bool]] = []
+    stretch = 0  # start of the pending run of short lines
+    pos, end_of_text = 0, len(text)
+    while pos < end_of_text:
+        end = text.find("\n", pos)
+        end = end_of_text if end < 0 else end
+        if end - pos > limit:
+            if pos > stretch:
+                runs.append((text[stretch:pos], True))
+            runs.extend(_cut_long_line(text[pos:end], size, overlap, limit))
+            stretch = end
+        pos = end + 1
+    if stretch < end_of_text:
+        runs.append((text[stretch:], True))
+    return runs
+
+
+def _cut_long_line(line: str, size: int, overlap: int, limit: int) -> list[tuple[str, bool]]:
+    step = size - overlap
+    hard = max(1, (limit - overlap) // step) * step  # advance of one unbreakable run
+    runs: list[tuple[str, bool]] = []
+    pos = 0
+    while len(line) - pos > limit:
+        cut = _last_break(line, pos + limit // 2, pos + limit)
+        if cut is None:
+            runs.append((line[pos : pos + hard + overlap], False))
+            pos += hard
+        else:
+            runs.append((line[pos:cut], True))
+            pos = cut
+    runs.append((line[pos:], True))
+    return runs
+
+
+def _last_break(line: str, start: int, stop: int) -> int | None:
+    """End of the last sentence end, else whitespace, else clause mark in line[start:stop]."""
+    for pattern in _RUN_BREAKS:
+        last = None
+        for last in pattern.finditer(line, start, stop):
+            pass
+        if last is not None:
+            return last.end()
+    return None
 
 
 def split_table(text: str, size: int) -> list[str]:
@@ -101,6 +169,8 @@ def split_table(text: str, size: int) -> list[str]:
     rows = lines[header_len:]
     if not rows:
         return split_text(header, size, 0)
+    if len(header) > size * WIDE_TABLE_HEADER_SHARE and _CELL_BORDER.search(lines[0].strip().strip("|")):
+        return [piece for group in column_groups(lines, header_len, size) for piece in split_table(group, size)]
     budget = max(size - len(header) - 1, size // 4)
     pieces: list[str] = []
     current: list[str] = []
@@ -120,6 +190,55 @@ def split_table(text: str, size: int) -> list[str]:
     if current:
         pieces.append(header + "\n" + "\n".join(current))
     return pieces
+
+
+def column_groups(lines: list[str], header_len: int, size: int) -> list[str]:
+    """Guard for wide tables: cut a table whose header does not fit in a chunk into narrower
+    tables of consecutive columns, each repeating the first (key) column.
+
+    Repeating a 5,000-column header in every piece sent 57 million characters to the embedding
+    model for a 154 KB CSV. Each group's header fits in a quarter of a chunk, so the pieces
+    split_table cuts from it stay within a small constant factor of the table's own text; rows
+    with no value in a group are left out of it."""
+    header = _cells(lines[0])
+    rows = [_cells(line) for line in lines[header_len:]]
+    width = max(len(header), max((len(r) for r in rows), default=0))
+    cell_limit = max(16, size // 16)
+    names = [_clip(name, cell_limit) for name in header] + [""] * (width - len(header))
+    keys = [_clip(row[0], cell_limit) if row else "" for row in rows]
+    target = max(size // 4, 3 * cell_limit)
+    groups: list[str] = []
+    start = 1
+    while start < width:
+        end, used = start, len(names[0]) + 4
+        while end < width and (end == start or used + len(names[end]) + 3 <= target):
+            used += len(names[end]) + 3
+            end += 1
+        if start == 1:  # the first group carries the whole key cell, and rows with nothing else
+            body = [f"| {row[0] if row else ''} | " + " | ".join(row[1:end]) + " |"
+                    for row in rows if any(row[:end]) or any(row[end:])]
+        else:
+            body = [f"| {key} | " + " | ".join(row[start:end]) + " |"
+                    for key, row in zip(keys, rows) if any(row[start:end])]
+        if body:
+            head = f"| {names[0]} | " + " | ".join(names[start:end]) + " |"
+            groups.append("\n".join([head, "|---" * (end - start + 1) + "|", *body]))
+        start = end
+    return groups
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table row (escaped pipes stay inside their cell)."""
+    line = line.strip()
+    if line.startswith("|"):
+        line = line[1:]
+    if line.endswith("|") and not line.endswith("\\|"):
+        line = line[:-1]
+    return [cell.strip() for cell in _CELL_BORDER.split(line)]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _parent_child(document: Document, settings: CreationSettings) -> ChunkedDocument:

@@ -24,6 +24,10 @@ class UnsupportedFormatError(ParseError):
     """No parser handles this file type."""
 
 
+class LimitExceeded(ParseError):
+    """The file is legal but past a documented limit (lucidrag/limits.py); the message names it."""
+
+
 class EmbeddingFailure(LucidRagError):
     """The host's embedding model failed or returned something unusable.
 

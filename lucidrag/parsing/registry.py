@@ -8,9 +8,14 @@ import posixpath
 import zipfile
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from lucidrag.document import Document
-from lucidrag.errors import ParseError, UnsupportedFormatError
+from lucidrag.errors import LimitExceeded, ParseError, UnsupportedFormatError
+from lucidrag import limits
+
+if TYPE_CHECKING:
+    from .archive import ArchiveBudget
 
 from ._common import clean_text
 
@@ -263,7 +268,7 @@ def _parsers() -> dict[str, Parser]:
 
 
 def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int = 0,
-                budget: list[int] | None = None) -> Document:
+                budget: ArchiveBudget | None = None) -> Document:
     if not data:
         raise ParseError("The file is empty (0 bytes).")
     family, ext = detect(data, filename, mime_type)
@@ -301,6 +306,10 @@ def _finalise(document: Document) -> Document:
         sections.append(section)
     if not sections:
         raise ParseError("No text found in this file. Upload a file that contains text.")
+    if sum(len(s.text) for s in sections) > limits.MAX_DOCUMENT_CHARS:
+        raise LimitExceeded(f"This file holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most "
+                            "LucidRAG indexes from one file. Split it into smaller files and upload them "
+                            "separately.")
     if changed:
         document = replace(document, sections=tuple(sections))
     return document

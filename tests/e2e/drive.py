@@ -13,6 +13,9 @@ in the web UI, through the same HTTP endpoints:
   -> KB B sees nothing of KB A and vice versa -> both KBs deleted, no vectors left in the host's
   vector DB (--backend chroma|milvus|seekdb: Chroma is read live, Milvus Lite / SeekDB after
   LangBot stopped) -> the same queries score the same as on the other backends (--scores-file).
+  With --llm-url, a pipeline bound to KB A answers through the fixture runner (tests/e2e/pipeline.py,
+  around the delete step); with --browser-python, tests/e2e/browser.py repeats the journey in the
+  web UI before the KBs are deleted.
 
 One [PASS]/[FAIL] line per check; the last line is exactly `N passed, M failed`.
 Exit 0 only if nothing failed.
@@ -38,6 +41,8 @@ import unicodedata
 import urllib.error
 import urllib.request
 import uuid
+
+import pipeline  # tests/e2e/pipeline.py: the KB-bound-to-a-pipeline stage
 
 TERMINAL = ("completed", "failed", "interrupted")
 GENERIC_FAIL = "Plugin ingestion returned failed status"
@@ -547,7 +552,8 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
     must("plugin debug-info", ok_body(s, b) and bool((b.get("data") or {}).get("plugin_debug_key")),
          b["data"]["debug_url"] if ok_body(s, b) else short(b))
     plugin_id = read_plugin_id(args.plugin_dir)
-    plugin.start(args.lbp, args.plugin_dir, args.debug_url or b["data"]["debug_url"], b["data"]["plugin_debug_key"],
+    debug = {"url": args.debug_url or b["data"]["debug_url"], "key": b["data"]["plugin_debug_key"]}
+    plugin.start(args.lbp, args.plugin_dir, debug["url"], debug["key"],
                  args.plugin_log or os.path.join(args.workdir, "plugin.log"), args.plugin_pid_file or None)
 
     engine, t0 = None, time.time()
@@ -608,6 +614,7 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
         api.call("DELETE", f"/api/v1/knowledge/bases/{b['data']['uuid']}")
 
     kbs: list[KB] = []
+    stage = pipeline.new_stage(api, R, Api(args.llm_url), PluginProc) if args.llm_url else None
     try:
         kb_a = create_kb(api, "A", plugin_id, cs, rs)
         kbs.append(kb_a)
@@ -633,6 +640,15 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
         # ---- retrieval settings edited in the KB's settings dialog (PUT) take effect
         check_retrieval_settings(api, kb_a, sc, rs, kbs)
 
+        # ---- a pipeline bound to KB A feeds the bot (tests/e2e/pipeline.py)
+        if stage and pipeline.setup(stage, lbp=args.lbp, workdir=args.workdir, debug_url=debug["url"],
+                                    debug_key=debug["key"], llm_base=args.llm_url.rstrip("/") + "/v1",
+                                    kb_uuid=kb_a.uuid, log_path=os.path.join(os.path.dirname(
+                                        args.plugin_log or args.workdir + "/x"), "runner.log"),
+                                    pid_file=os.path.join(os.path.dirname(args.plugin_pid_file), "runner.pid")
+                                    if args.plugin_pid_file else None):
+            pipeline.before_delete(stage, sc.get("pipeline") or {})
+
         # ---- delete one file, its text never comes back
         del_name = sc["delete_file"]
         fe = kb_a.files.get(del_name)
@@ -652,6 +668,8 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
                             ok and not leaked, err or fmt_hits(leaked or res, kbs, 3))
         else:
             R.check(f"[A] delete file {del_name}", False, "file was not ingested into KB A")
+        if stage:
+            pipeline.after_delete(stage, sc.get("pipeline") or {}, del_name)
 
         # ---- a second KB: the two never see each other's chunks
         iso = sc["isolation"]
@@ -679,7 +697,13 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
             bad = [f"{n}: {' -> '.join(v)}" for n, v in seen.items() if "interrupted" in v]
             bad += [f"{r.get('uuid')}: {r.get('status')}" for r in recs if r.get("status") == "interrupted"]
             R.check(f"[{kb.label}] no file ever 'interrupted'", not bad, "; ".join(bad))
+
+        # ---- the same journey in the web UI, while LucidRAG and the fixture runner are attached
+        if args.browser_python:
+            run_browser(args, sc)
     finally:
+        if stage:
+            pipeline.teardown(stage)
         # ---- delete both KBs (also after a failure, so nothing is left behind)
         for kb in kbs:
             s, b = api.call("DELETE", f"/api/v1/knowledge/bases/{kb.uuid}")
@@ -690,6 +714,26 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
     R.check("lbp run still alive at the end", plugin.alive())
     plugin.stop()
     check_vectors_left(args, kbs)
+
+
+def run_browser(args, sc: dict) -> None:
+    """tests/e2e/browser.py with the Python that has Playwright; its lines go to our output."""
+    samples = os.path.dirname(os.path.abspath(args.scenario))
+    cmd = [args.browser_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "browser.py"),
+           "--base-url", args.base_url, "--user", args.user, "--password", args.password,
+           "--plugin-dir", args.plugin_dir, "--good-file", os.path.join(samples, sc["delete_file"]),
+           "--bad-file", os.path.join(samples, next(f["name"] for f in sc["files"] if f.get("bad"))),
+           "--shots", args.browser_shots]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                text=True, errors="replace")
+    except OSError as e:
+        print(f"SKIPPED browser: cannot run {args.browser_python}: {e}", flush=True)
+        return
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        print(line, end="", flush=True)
+    proc.wait()
 
 
 def check_error_message(api: Api, kb: KB, name: str, fe: dict) -> None:
@@ -784,6 +828,9 @@ def main() -> int:
     ap.add_argument("--seekdb-path", default="")
     ap.add_argument("--langbot-pid-file", default="", help="to stop LangBot before reading an embedded DB")
     ap.add_argument("--scores-file", default="", help="JSON shared by the runs on several backends")
+    ap.add_argument("--llm-url", default="", help="scripts/offline_llm.py; enables the pipeline stage")
+    ap.add_argument("--browser-python", default="", help="a Python with Playwright: runs tests/e2e/browser.py")
+    ap.add_argument("--browser-shots", default="", help="browser.py's screenshot folder")
     ap.add_argument("--user", default="e2e@lucidrag.invalid")
     ap.add_argument("--password", default="e2e-Passw0rd!")
     args = ap.parse_args()

@@ -218,6 +218,17 @@ def generate(out: str) -> dict:
             "queries": [{"query": "How many comets did the Kestrel observatory catalogue?",
                          "expect_file": "kestrel.txt", "expect_text": "5150 comets"}],
         },
+        # a pipeline bound to KB A (tests/e2e/pipeline.py): what the LLM is sent
+        "pipeline": {
+            "questions": [
+                {"label": "en", "query": "How far did the Vantablue glacier advance in 1887?",
+                 "expect_text": "312 metres", "expect_citation": ["PDF", "p. 1"]},
+                {"label": "zh", "query": "翡翠湖研究站的站长是谁？", "expect_text": "林晓岚",
+                 "expect_citation": ["DOCX", "翡翠湖研究站"]},
+            ],
+            "deleted": {"query": "What torque does the Zorblatt valve need before the Quenby pump starts?",
+                        "expect_text": "47 newton"},
+        },
         "creation_settings": {"chunking": "structure", "chunk_size": 512, "chunk_overlap": 64},
         "expect_creation_fields": ["embedding_model_uuid", "chunking", "chunk_size", "chunk_overlap"],
         "expect_retrieval_fields": ["top_k", "search_mode", "vector_weight", "score_threshold",

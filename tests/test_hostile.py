@@ -1,0 +1,221 @@
+"""Hostile but legal files (issue 9 item 7): work and memory grow linearly with the file, and a
+file past a documented limit FAILS with a message naming the limit. Real generated files, real
+parsers; the assertions count characters and chunks, never time."""
+
+from __future__ import annotations
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag import chunking, limits
+from lucidrag.chunking import chunk_document
+from lucidrag.errors import LimitExceeded, ParseError
+from lucidrag.parsing import parse_file
+from lucidrag.settings import parse_creation_settings
+from tests import hostile_files as h
+from tests import samples
+from tests.conftest import Harness
+
+KB = "kb-hostile"
+SIZE = 512
+LINE_BOUND = 4 * SIZE  # lucidrag.limits.LONG_LINE_FACTOR × the default chunk_size
+
+
+def settings(**kwargs):
+    return parse_creation_settings({"embedding_model_uuid": "m", **kwargs})
+
+
+@pytest.fixture
+def embedded_chars(host) -> list[int]:
+    """Characters the fake embedding model received (the host only counts texts)."""
+    total = [0]
+    embed = host.embed_fn
+
+    def counting(text: str):
+        total[0] += len(text)
+        return embed(text)
+
+    host.embed_fn = counting
+    return total
+
+
+@pytest.fixture
+def splitter_inputs(monkeypatch) -> list[str]:
+    """Every text handed to semantic-text-splitter."""
+    seen: list[str] = []
+    real = chunking._splitter
+
+    class Recording:
+        def __init__(self, splitter) -> None:
+            self._splitter = splitter
+
+        def chunks(self, text: str):
+            seen.append(text)
+            return self._splitter.chunks(text)
+
+    monkeypatch.setattr(chunking, "_splitter", lambda size, overlap: Recording(real(size, overlap)))
+    return seen
+
+
+def _longest_line(texts: list[str]) -> int:
+    return max((len(line) for text in texts for line in text.split("\n")), default=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines without whitespace
+
+
+@pytest.mark.parametrize("data", [h.long_line(300_000), h.long_line(100_000, cjk=True), h.words_line(300_000)],
+                         ids=["latin", "cjk", "words-without-sentences"])
+def test_a_long_line_reaches_the_splitter_only_in_bounded_runs(data: bytes, splitter_inputs):
+    # The splitter's time grows with the square of a stretch without line or sentence breaks.
+    text = data.decode()
+    document = parse_file(data, "line.txt")
+    chunks = chunk_document(document, settings()).chunks
+
+    assert _longest_line(splitter_inputs) <= LINE_BOUND
+    assert all(len(c.text) <= SIZE for c in chunks)
+    assert len(chunks) <= 1.3 * len(text) / (SIZE - 64) + 2
+    covered = "".join(c.text for c in chunks)
+    assert len(covered) >= len(text.replace(" ", "")) * 0.99  # nothing dropped
+
+
+def test_an_unbreakable_run_is_cut_into_overlapping_windows_that_cover_it(splitter_inputs):
+    text = h.long_line(50_000).decode()
+    pieces = chunking.split_text(text, 300, 50)
+    assert _longest_line(splitter_inputs) <= 4 * 300
+    assert all(len(p) <= 300 for p in pieces)
+    assert pieces[0] == text[:300]
+    for a, b in zip(pieces, pieces[1:]):
+        assert b.startswith(a[-50:])  # the overlap carries across run boundaries too
+    assert text.endswith(pieces[-1])
+
+
+async def test_a_2mb_line_without_whitespace_ingests_with_linear_chunks(harness: Harness, host, embedded_chars,
+                                                                         splitter_inputs):
+    data = h.long_line(2_000_000)
+    result = await harness.ingest(KB, "line.txt", data)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert host.vector_count(KB) <= 1.2 * len(data) / (SIZE - 64)
+    assert embedded_chars[0] <= 1.2 * len(data)
+    assert _longest_line(splitter_inputs) <= LINE_BOUND
+
+
+def test_normal_prose_is_chunked_exactly_as_before(splitter_inputs):
+    # The guard only touches lines longer than LONG_LINE_FACTOR × chunk_size.
+    text = "\n\n".join(f"Paragraph {i}. " + "Words of a normal sentence here. " * 10 for i in range(300))
+    assert chunking.split_text(text, SIZE, 64) == [
+        p for p in chunking._splitter(SIZE, 64).chunks(text) if p.strip()]
+    assert splitter_inputs[0] == text.strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Wide tables
+
+
+@pytest.mark.parametrize("name,data", [
+    ("wide.csv", h.wide_csv(5000, 7)),
+    ("wide.xlsx", h.wide_xlsx(3000, 5)),
+    ("wide.html", h.wide_html(600, 3)),
+], ids=["csv-5000-columns", "xlsx-3000-columns", "html-600-columns"])
+def test_a_wide_table_embeds_a_small_multiple_of_its_text(name: str, data: bytes):
+    document = parse_file(data, name)
+    chunks = chunk_document(document, settings()).chunks
+    embedded = sum(len(c.embed_text) for c in chunks)
+
+    assert embedded <= 2 * len(document.text)  # was 220× for the 5,000-column CSV
+    assert len(chunks) <= 3 * len(document.text) / SIZE + 4
+    assert all(len(c.text) <= SIZE for c in chunks)
+    # Each piece is a table whose header names its columns next to the first (key) column.
+    piece = next(c.text for c in chunks if "col_00420 |" in c.text.split("\n", 1)[0])
+    assert piece.startswith("| col_00000 | ")
+    assert piece.split("\n")[1].startswith("|---|")
+
+
+async def test_the_5000_column_csv_of_issue_9_sends_its_text_not_57_million_characters(
+        harness: Harness, embedded_chars):
+    data = h.wide_csv(5000, 7)
+    result = await harness.ingest(KB, "wide.csv", data)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert embedded_chars[0] <= 3 * len(data)
+
+
+def test_every_value_of_a_wide_table_is_kept_under_a_short_header():
+    data = h.wide_csv(1000, 3)
+    chunks = chunk_document(parse_file(data, "wide.csv"), settings()).chunks
+    headers = {c.text.split("\n")[0] for c in chunks}
+    assert all(len(header) <= SIZE // 4 for header in headers)
+    names = [cell.strip() for header in headers for cell in header.strip("|").split("|")]
+    assert sorted(set(names)) == [f"col_{n:05d}" for n in range(1000)]
+    assert len(names) == 999 + len(headers)  # the key column is repeated in each group
+    values = [cell.strip() for c in chunks for line in c.text.split("\n")[2:] for cell in line.strip("|").split("|")]
+    assert len(values) == 3 * 999 + 3 * len(headers)  # every value once, plus the row's key per group
+
+
+def test_one_cell_rows_under_a_very_wide_header_are_not_padded():
+    data = h.ragged_csv(5000, 5000)
+    document = parse_file(data, "ragged.csv")
+    assert len(document.text) <= 2 * len(data)  # padding made it 5,000 × 5,000 cells
+    assert "row 4999" in document.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Archives and the characters limit
+
+
+async def test_a_zip_that_expands_hundreds_of_times_fails_naming_the_ratio_and_leaves_nothing(
+        harness: Harness, host, embedded_chars):
+    data = h.text_bomb_zip(members=20, chars_per_member=2_000_000)  # 40 M characters from ~140 KB
+    result = await harness.ingest(KB, "reports.zip", data)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 100 times its own size" in result.error_message
+    assert "upload them unzipped" in result.error_message
+    assert embedded_chars[0] == 0 and host.vector_count(KB) == 0
+
+
+def test_the_zip_bomb_is_refused_before_its_members_are_unpacked(monkeypatch):
+    from lucidrag.parsing import archive
+
+    unpacked: list[int] = []
+    real_read = archive._read
+    monkeypatch.setattr(archive, "_read", lambda *a: unpacked.append(1) or real_read(*a))
+    with pytest.raises(ParseError, match="times its own size"):
+        parse_file(h.text_bomb_zip(members=20, chars_per_member=2_000_000), "reports.zip")
+    assert unpacked == []  # the declared sizes already tell
+    # Under ZIP_RATIO_FLOOR_BYTES unpacked the ratio does not apply: 2 MB from a ~3 KB archive.
+    document = parse_file(h.text_bomb_zip(members=1, chars_per_member=2_000_000), "one.zip")
+    assert len(document.text) == 2_000_000
+
+
+async def test_an_archive_past_the_characters_limit_fails_and_says_what_to_do(harness: Harness, host,
+                                                                             embedded_chars, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    members = {f"notes_{n}.txt": h.words_line(30_000, seed=n) for n in range(3)}
+    result = await harness.ingest(KB, "notes.zip", samples.zip_bytes(members))
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message == (
+        "This .zip archive holds more than 50,000 characters of text, the most LucidRAG indexes from "
+        "one file. Split it into smaller archives and upload them separately.")
+    assert embedded_chars[0] == 0 and host.vector_count(KB) == 0
+
+
+def test_nested_archives_count_against_the_same_characters_budget(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    inner = samples.zip_bytes({f"n{n}.txt": h.words_line(20_000, seed=n) for n in range(2)})
+    outer = samples.zip_bytes({"a.zip": inner, "b.txt": h.words_line(20_000, seed=9)})
+    with pytest.raises(LimitExceeded, match="more than 50,000 characters"):
+        parse_file(outer, "outer.zip")
+    # within the budget, nothing changes
+    document = parse_file(samples.zip_bytes({"a.zip": inner}), "outer.zip")
+    assert len(document.text) >= 40_000
+
+
+async def test_a_plain_file_past_the_characters_limit_fails_with_the_limit_in_the_message(
+        harness: Harness, host, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    result = await harness.ingest(KB, "big.txt", h.words_line(60_000))
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 50,000 characters of text" in result.error_message
+    assert "Split it into smaller files" in result.error_message
+    assert host.vector_count(KB) == 0
+

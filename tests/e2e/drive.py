@@ -850,6 +850,11 @@ def main() -> int:
         traceback.print_exc()
     finally:
         plugin.stop()
+    if api.token:  # issue 9's runtime stages (8 concurrent uploads, flaky embedder, lbp run killed)
+        import runtime_stages
+
+        runtime_stages.run(sys.modules[__name__], args, api, embed, plugin, R)
+        plugin.stop()
     print(f"embedder stats (whole run): {stats_line(embed)}", flush=True)
     for n in R.notes:
         print(f"host behaviour: {n}", flush=True)

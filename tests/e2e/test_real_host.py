@@ -86,6 +86,11 @@ def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
     spec.loader.exec_module(samples)
     samples_dir = tmp_path / "samples"
     samples.generate(str(samples_dir))
+    if backend == "chroma":  # files for issue 9's runtime stages (runtime_stages.py: Chroma only)
+        spec = importlib.util.spec_from_file_location("lucidrag_runtime_samples", HERE / "runtime_samples.py")
+        runtime_samples = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(runtime_samples)
+        runtime_samples.generate(str(samples_dir / "runtime"))
 
     t0 = time.time()
     lines: list[str] = []

@@ -34,6 +34,6 @@ WIDE_TABLE_HEADER_SHARE = 0.5
 # Short rows are padded to the header width only in tables up to this many columns.
 PAD_COLUMNS = 64
 # A heading is prefixed to every chunk under it: longer headings are clipped to this.
-MAX_HEADING_CHARS = 200
+MAX_HEADING_CHARS = 100
 # A JSON leaf's "path.to.key" prefix is clipped (keeping its end) to this many characters.
 MAX_JSON_PATH_CHARS = 200

@@ -219,3 +219,30 @@ async def test_a_plain_file_past_the_characters_limit_fails_with_the_limit_in_th
     assert "Split it into smaller files" in result.error_message
     assert host.vector_count(KB) == 0
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Headings and JSON paths repeated per chunk or per leaf
+
+
+def test_a_deep_json_array_does_not_repeat_its_path_for_every_value():
+    data = h.deep_json(900, leaves=4000)  # 13 KB
+    document = parse_file(data, "deep.json")
+    assert len(document.text) <= 2 * len(data)  # was 7.2 million characters
+    assert all(len(line.split(": ", 1)[0]) <= limits.MAX_JSON_PATH_CHARS for line in document.text.split("\n"))
+
+
+def test_a_deep_json_of_objects_keeps_each_path_bounded():
+    data = ('{"a":' * 900 + "[" + ",".join('{"k":%d}' % n for n in range(2000)) + "]" + "}" * 900).encode()
+    document = parse_file(data, "deep.json")
+    assert len(document.text) <= 2000 * (limits.MAX_JSON_PATH_CHARS + 10)  # was 2000 × 1,800
+    assert document.text.endswith("a[1999].k: 1999")
+
+
+def test_a_huge_heading_is_clipped_before_it_is_prefixed_to_every_chunk():
+    data = h.long_heading_markdown(40_000, 200_000)
+    document = parse_file(data, "notes.md")
+    chunks = chunk_document(document, settings()).chunks
+    embedded = sum(len(c.embed_text) for c in chunks)
+    assert embedded <= 1.5 * len(document.text)  # was 100× (40,000 characters × 493 chunks)
+    assert all(len(c.heading) <= limits.MAX_HEADING_CHARS for c in chunks)

@@ -17,7 +17,7 @@ from lucidrag import limits
 if TYPE_CHECKING:
     from .archive import ArchiveBudget
 
-from ._common import clean_text
+from ._common import clean_text, clip_heading
 
 logger = logging.getLogger(__name__)
 
@@ -298,11 +298,12 @@ def _finalise(document: Document) -> Document:
     changed = False
     for section in document.sections:
         text = clean_text(section.text)
-        if text != section.text:
+        headings = tuple(clip_heading(h) for h in section.headings)
+        if text != section.text or headings != section.headings:
             changed = True
             if not text:
                 continue
-            section = replace(section, text=text)
+            section = replace(section, text=text, headings=headings)
         sections.append(section)
     if not sections:
         raise ParseError("No text found in this file. Upload a file that contains text.")

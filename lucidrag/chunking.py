@@ -3,7 +3,9 @@
 Sections (one heading path each) are never merged, so a chunk never spans two headings. Inside a
 section, semantic-text-splitter cuts at the largest boundary that fits `chunk_size` characters:
 paragraphs, then lines, then sentences (Unicode sentence rules, which include 。！？), then words
-and characters. Tables are split by rows and every piece repeats the header row.
+and characters. Tables are split by rows and every piece repeats the header row; tables too
+wide for that are cut into column groups first (column_groups), and lines too long for the
+splitter are cut into bounded runs first (bounded_runs). Both guards keep the work linear.
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
 body, so a chunk stands on its own when embedded, keyword-indexed and shown to the model.

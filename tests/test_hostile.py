@@ -152,11 +152,22 @@ def test_every_value_of_a_wide_table_is_kept_under_a_short_header():
     assert len(values) == 3 * 999 + 3 * len(headers)  # every value once, plus the row's key per group
 
 
-def test_one_cell_rows_under_a_very_wide_header_are_not_padded():
+def test_one_cell_rows_under_a_very_wide_header_are_not_padded(monkeypatch):
     data = h.ragged_csv(5000, 5000)
     document = parse_file(data, "ragged.csv")
     assert len(document.text) <= 2 * len(data)  # padding made it 5,000 × 5,000 cells
     assert "row 4999" in document.text
+    # Column groups visit each row only as far as the row reaches (not rows × groups).
+    checks = [0]
+
+    def counting_any(cells):
+        checks[0] += 1
+        return any(cells)
+
+    monkeypatch.setattr(chunking, "any", counting_any, raising=False)
+    chunks = chunk_document(document, settings()).chunks
+    assert checks[0] <= 2 * 5000 + 5000
+    assert sum(len(c.embed_text) for c in chunks) <= 2 * len(document.text)
 
 
 # ---------------------------------------------------------------------------------------------

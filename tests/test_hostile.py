@@ -257,3 +257,14 @@ def test_a_huge_heading_is_clipped_before_it_is_prefixed_to_every_chunk():
     embedded = sum(len(c.embed_text) for c in chunks)
     assert embedded <= 1.5 * len(document.text)  # was 100× (40,000 characters × 493 chunks)
     assert all(len(c.heading) <= limits.MAX_HEADING_CHARS for c in chunks)
+
+
+async def test_a_parser_plugins_output_past_the_characters_limit_fails_too(harness: Harness, host, monkeypatch):
+    from langbot_plugin.api.entities.builtin.rag.models import ParseResult, TextSection
+
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    parsed = ParseResult(text="", sections=[TextSection(content="word " * 12_000, heading="Intro", level=1)])
+    result = await harness.ingest(KB, "scan.pdf", b"%PDF-1.4", parsed=parsed)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 50,000 characters of text" in result.error_message
+    assert host.vector_count(KB) == 0

@@ -6,11 +6,11 @@ import io
 import logging
 import posixpath
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lucidrag.document import Document
+from lucidrag.document import Document, Section
 from lucidrag.errors import LimitExceeded, ParseError, UnsupportedFormatError
 from lucidrag import limits
 
@@ -307,10 +307,15 @@ def _finalise(document: Document) -> Document:
         sections.append(section)
     if not sections:
         raise ParseError("No text found in this file. Upload a file that contains text.")
+    check_document_chars(sections)
+    if changed:
+        document = replace(document, sections=tuple(sections))
+    return document
+
+
+def check_document_chars(sections: Sequence[Section]) -> None:
+    """Past limits.MAX_DOCUMENT_CHARS the file fails, whichever parser produced it."""
     if sum(len(s.text) for s in sections) > limits.MAX_DOCUMENT_CHARS:
         raise LimitExceeded(f"This file holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most "
                             "LucidRAG indexes from one file. Split it into smaller files and upload them "
                             "separately.")
-    if changed:
-        document = replace(document, sections=tuple(sections))
-    return document

@@ -268,3 +268,18 @@ async def test_a_parser_plugins_output_past_the_characters_limit_fails_too(harne
     assert result.status == DocumentStatus.FAILED
     assert "more than 50,000 characters of text" in result.error_message
     assert host.vector_count(KB) == 0
+
+
+async def test_an_office_file_whose_xml_unpacks_hundreds_of_times_fails_before_it_is_parsed(
+        harness: Harness, host, monkeypatch):
+    from lucidrag.parsing import word
+
+    parsed: list[int] = []
+    real_parse = word.parse_docx
+    monkeypatch.setattr(word, "parse_docx", lambda *a: parsed.append(1) or real_parse(*a))
+    data = h.docx_xml_bomb(400_000)  # ~80 KB holding 14 MB of XML (1 M paragraphs: 618 MB RSS)
+    result = await harness.ingest(KB, "memo.docx", data)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 100 times its own size" in result.error_message
+    assert "save it again or split it" in result.error_message
+    assert parsed == [] and host.vector_count(KB) == 0

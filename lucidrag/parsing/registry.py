@@ -276,6 +276,10 @@ def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int =
     if parser is None:
         raise _unsupported(family, ext)
     label = ext or _DEFAULT_EXT.get(family, "")
+    if family in ("docx", "pptx", "spreadsheet") and data.startswith(b"PK"):
+        from .archive import check_office_container
+
+        check_office_container(data, label)
     try:
         if family == "zip":
             document = parser(data, ext or ".zip", depth=depth, budget=budget)

@@ -3,7 +3,9 @@
 Sections (one heading path each) are never merged, so a chunk never spans two headings. Inside a
 section, semantic-text-splitter cuts at the largest boundary that fits `chunk_size` characters:
 paragraphs, then lines, then sentences (Unicode sentence rules, which include 。！？), then words
-and characters. Tables are split by rows and every piece repeats the header row.
+and characters. Tables are split by rows and every piece repeats the header row; tables too
+wide for that are cut into column groups first (column_groups), and lines too long for the
+splitter are cut into bounded runs first (bounded_runs). Both guards keep the work linear.
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
 body, so a chunk stands on its own when embedded, keyword-indexed and shown to the model.
@@ -202,28 +204,36 @@ def column_groups(lines: list[str], header_len: int, size: int) -> list[str]:
     with no value in a group are left out of it."""
     header = _cells(lines[0])
     rows = [_cells(line) for line in lines[header_len:]]
-    width = max(len(header), max((len(r) for r in rows), default=0))
+    width = max(len(header), max((len(r) for r in rows), default=0), 2)
     cell_limit = max(16, size // 16)
     names = [_clip(name, cell_limit) for name in header] + [""] * (width - len(header))
-    keys = [_clip(row[0], cell_limit) if row else "" for row in rows]
     target = max(size // 4, 3 * cell_limit)
-    groups: list[str] = []
+    bounds: list[tuple[int, int]] = []  # [start, end) columns of each group after the key column
     start = 1
     while start < width:
-        end, used = start, len(names[0]) + 4
-        while end < width and (end == start or used + len(names[end]) + 3 <= target):
+        end, used = start + 1, len(names[0]) + len(names[start]) + 7
+        while end < width and used + len(names[end]) + 3 <= target:
             used += len(names[end]) + 3
             end += 1
-        if start == 1:  # the first group carries the whole key cell, and rows with nothing else
-            body = [f"| {row[0] if row else ''} | " + " | ".join(row[1:end]) + " |"
-                    for row in rows if any(row[:end]) or any(row[end:])]
-        else:
-            body = [f"| {key} | " + " | ".join(row[start:end]) + " |"
-                    for key, row in zip(keys, rows) if any(row[start:end])]
+        bounds.append((start, end))
+        start = end
+    bodies: list[list[str]] = [[] for _ in bounds]
+    for row in rows:  # each row visits only the groups it reaches: linear in the table's text
+        if not any(row):
+            continue
+        # The first group carries the whole key cell, and rows with nothing but a key.
+        bodies[0].append(f"| {row[0]} | " + " | ".join(row[1 : bounds[0][1]]) + " |")
+        key = _clip(row[0], cell_limit)
+        for group, (start, end) in enumerate(bounds[1:], start=1):
+            if start >= len(row):
+                break
+            if any(row[start:end]):
+                bodies[group].append(f"| {key} | " + " | ".join(row[start:end]) + " |")
+    groups: list[str] = []
+    for (start, end), body in zip(bounds, bodies):
         if body:
             head = f"| {names[0]} | " + " | ".join(names[start:end]) + " |"
             groups.append("\n".join([head, "|---" * (end - start + 1) + "|", *body]))
-        start = end
     return groups
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 # LangBot's dialog accepts; only compressed formats (zip, xlsx, docx…) can go past it.
 MAX_DOCUMENT_CHARS = 10_000_000
 
-# ZIP archives (zip-in-zip counts against the same totals).
+# ZIP archives (zip-in-zip counts against the same totals). The unpacked-bytes cap and the ratio
+# also apply to Office files (.docx/.pptx/.xlsx/.ods are zips), images and media excepted.
 ZIP_MAX_MEMBERS = 500
 ZIP_MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 # Unpacked bytes per byte of archive. Text compresses 3-10×, repetitive logs and CSV up to ~50×;
@@ -34,6 +35,6 @@ WIDE_TABLE_HEADER_SHARE = 0.5
 # Short rows are padded to the header width only in tables up to this many columns.
 PAD_COLUMNS = 64
 # A heading is prefixed to every chunk under it: longer headings are clipped to this.
-MAX_HEADING_CHARS = 200
+MAX_HEADING_CHARS = 100
 # A JSON leaf's "path.to.key" prefix is clipped (keeping its end) to this many characters.
 MAX_JSON_PATH_CHARS = 200

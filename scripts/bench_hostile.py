@@ -48,6 +48,7 @@ def _cases() -> dict[str, tuple[str, object]]:
         "md_100k_headings": ("headings.md", lambda: h.many_headings_markdown(100_000)),
         "md_100k_char_heading": ("heading.md", lambda: h.long_heading_markdown(100_000, 1_000_000)),
         "docx_table_2000x20": ("table.docx", lambda: h.docx_big_table(2000, 20)),
+        "docx_xml_bomb_1m": ("memo.docx", lambda: h.docx_xml_bomb(1_000_000)),
         "pdf_10k_pages": ("pages.pdf", lambda: h.many_pages_pdf(10_000)),
         "jsonl_100k_lines": ("lines.jsonl", lambda: h.jsonl_lines(100_000)),
     }

@@ -126,3 +126,20 @@ def many_pages_pdf(pages: int) -> bytes:
 
 def jsonl_lines(lines: int) -> bytes:
     return "\n".join(json.dumps({"id": n, "v": f"value {n}"}) for n in range(lines)).encode()
+
+
+def docx_xml_bomb(paragraphs: int) -> bytes:
+    """A real .docx whose document.xml holds `paragraphs` tiny paragraphs: it compresses ~300×."""
+    from tests import samples
+
+    source = zipfile.ZipFile(io.BytesIO(samples.docx_bytes()))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "word/document.xml":
+                xml = data.decode()
+                at = xml.index("<w:body>") + len("<w:body>")
+                data = (xml[:at] + "<w:p><w:r><w:t>x</w:t></w:r></w:p>" * paragraphs + xml[at:]).encode()
+            out.writestr(info.filename, data)
+    return buffer.getvalue()

@@ -152,11 +152,22 @@ def test_every_value_of_a_wide_table_is_kept_under_a_short_header():
     assert len(values) == 3 * 999 + 3 * len(headers)  # every value once, plus the row's key per group
 
 
-def test_one_cell_rows_under_a_very_wide_header_are_not_padded():
+def test_one_cell_rows_under_a_very_wide_header_are_not_padded(monkeypatch):
     data = h.ragged_csv(5000, 5000)
     document = parse_file(data, "ragged.csv")
     assert len(document.text) <= 2 * len(data)  # padding made it 5,000 × 5,000 cells
     assert "row 4999" in document.text
+    # Column groups visit each row only as far as the row reaches (not rows × groups).
+    checks = [0]
+
+    def counting_any(cells):
+        checks[0] += 1
+        return any(cells)
+
+    monkeypatch.setattr(chunking, "any", counting_any, raising=False)
+    chunks = chunk_document(document, settings()).chunks
+    assert checks[0] <= 2 * 5000 + 5000
+    assert sum(len(c.embed_text) for c in chunks) <= 2 * len(document.text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,3 +230,56 @@ async def test_a_plain_file_past_the_characters_limit_fails_with_the_limit_in_th
     assert "Split it into smaller files" in result.error_message
     assert host.vector_count(KB) == 0
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Headings and JSON paths repeated per chunk or per leaf
+
+
+def test_a_deep_json_array_does_not_repeat_its_path_for_every_value():
+    data = h.deep_json(900, leaves=4000)  # 13 KB
+    document = parse_file(data, "deep.json")
+    assert len(document.text) <= 2 * len(data)  # was 7.2 million characters
+    assert all(len(line.split(": ", 1)[0]) <= limits.MAX_JSON_PATH_CHARS for line in document.text.split("\n"))
+
+
+def test_a_deep_json_of_objects_keeps_each_path_bounded():
+    data = ('{"a":' * 900 + "[" + ",".join('{"k":%d}' % n for n in range(2000)) + "]" + "}" * 900).encode()
+    document = parse_file(data, "deep.json")
+    assert len(document.text) <= 2000 * (limits.MAX_JSON_PATH_CHARS + 10)  # was 2000 × 1,800
+    assert document.text.endswith("a[1999].k: 1999")
+
+
+def test_a_huge_heading_is_clipped_before_it_is_prefixed_to_every_chunk():
+    data = h.long_heading_markdown(40_000, 200_000)
+    document = parse_file(data, "notes.md")
+    chunks = chunk_document(document, settings()).chunks
+    embedded = sum(len(c.embed_text) for c in chunks)
+    assert embedded <= 1.5 * len(document.text)  # was 100× (40,000 characters × 493 chunks)
+    assert all(len(c.heading) <= limits.MAX_HEADING_CHARS for c in chunks)
+
+
+async def test_a_parser_plugins_output_past_the_characters_limit_fails_too(harness: Harness, host, monkeypatch):
+    from langbot_plugin.api.entities.builtin.rag.models import ParseResult, TextSection
+
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    parsed = ParseResult(text="", sections=[TextSection(content="word " * 12_000, heading="Intro", level=1)])
+    result = await harness.ingest(KB, "scan.pdf", b"%PDF-1.4", parsed=parsed)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 50,000 characters of text" in result.error_message
+    assert host.vector_count(KB) == 0
+
+
+async def test_an_office_file_whose_xml_unpacks_hundreds_of_times_fails_before_it_is_parsed(
+        harness: Harness, host, monkeypatch):
+    from lucidrag.parsing import word
+
+    parsed: list[int] = []
+    real_parse = word.parse_docx
+    monkeypatch.setattr(word, "parse_docx", lambda *a: parsed.append(1) or real_parse(*a))
+    data = h.docx_xml_bomb(400_000)  # ~80 KB holding 14 MB of XML (1 M paragraphs: 618 MB RSS)
+    result = await harness.ingest(KB, "memo.docx", data)
+    assert result.status == DocumentStatus.FAILED
+    assert "more than 100 times its own size" in result.error_message
+    assert "save it again or split it" in result.error_message
+    assert parsed == [] and host.vector_count(KB) == 0

@@ -18,7 +18,7 @@ from lucidrag.document import Document, Section
 from lucidrag.errors import ParseError
 
 from ._common import HeadingStack, clean_inline, clean_text
-from .registry import SUPPORTED_EXTENSIONS, detect, parse_bytes
+from .registry import SUPPORTED_EXTENSIONS, check_document_chars, detect, parse_bytes
 
 __all__ = ["SUPPORTED_EXTENSIONS", "detect", "document_from_parse_result", "parse_file"]
 
@@ -55,6 +55,7 @@ def document_from_parse_result(
         body = clean_text(text or "")
         if body:
             out.append(Section(text=body))
+    check_document_chars(out)
     if not out:
         raise ParseError("The parser plugin returned no text for this file. Check the file, or "
                          "choose another parser for this knowledge base.")

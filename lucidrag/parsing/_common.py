@@ -42,6 +42,12 @@ def clean_inline(text: str) -> str:
     return " ".join(_CONTROL_RE.sub("", normalize_newlines(text).translate(_NEWLINE_LIKE)).split())
 
 
+def clip_heading(title: str) -> str:
+    """Headings are prefixed to every chunk under them: a 100,000-character heading over a
+    long section would multiply the text sent to the embedding model."""
+    return title if len(title) <= MAX_HEADING_CHARS else title[: MAX_HEADING_CHARS - 1] + "…"
+
+
 class HeadingStack:
     """Turns a stream of (level, title) headings into heading paths."""
 
@@ -49,7 +55,7 @@ class HeadingStack:
         self._stack: list[tuple[int, str]] = []
 
     def push(self, level: int, title: str) -> tuple[str, ...]:
-        title = clean_inline(title)
+        title = clip_heading(clean_inline(title))
         if not title:
             return self.path
         while self._stack and self._stack[-1][0] >= level:

@@ -1,5 +1,6 @@
-"""JSON / JSON Lines: every leaf flattened to a "path.to.key: value" line; one section per
-top-level key (or array element), one section per line for JSONL."""
+"""JSON / JSON Lines: every leaf flattened to a "path.to.key: value" line (a list of plain values
+to one "path: v1, v2, …" line); one section per top-level key (or array element), one section per
+line for JSONL."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 
 from lucidrag.document import Document, Section
 from lucidrag.errors import ParseError
+from lucidrag.limits import MAX_JSON_PATH_CHARS
 
 from ._common import clean_text
 from .text import decode_text, require_content
@@ -24,6 +26,14 @@ def _scalar(value: object) -> str:
     return json.dumps(value)
 
 
+def _clip_path(path: str) -> str:
+    """Keep the end of a very deep path: every leaf line repeats its path, so 100,000 leaves
+    under 900 levels would otherwise turn 13 KB of JSON into 180 million characters."""
+    if len(path) <= MAX_JSON_PATH_CHARS:
+        return path
+    return "…" + path[-(MAX_JSON_PATH_CHARS - 1):]
+
+
 def flatten(value: object, path: str = "") -> list[str]:
     """Leaves as "path: value" lines, depth first, without recursion."""
     lines: list[str] = []
@@ -34,12 +44,18 @@ def flatten(value: object, path: str = "") -> list[str]:
             if not node:
                 lines.append(f"{key}: {{}}" if key else "{}")
             for k, v in reversed(list(node.items())):
-                stack.append((f"{key}.{k}" if key else str(k), v))
+                stack.append((_clip_path(f"{key}.{k}" if key else str(k)), v))
         elif isinstance(node, list):
             if not node:
                 lines.append(f"{key}: []" if key else "[]")
+            elif not any(isinstance(item, (dict, list)) for item in node):
+                # A list of values is one line: a path per element would repeat the path
+                # (up to MAX_JSON_PATH_CHARS) for every number in an array of 100,000.
+                values = ", ".join(_scalar(item) for item in node)
+                lines.append(f"{key}: {values}" if key else values)
+                continue
             for i in range(len(node) - 1, -1, -1):
-                stack.append((f"{key}[{i}]", node[i]))
+                stack.append((_clip_path(f"{key}[{i}]"), node[i]))
         else:
             lines.append(f"{key}: {_scalar(node)}" if key else _scalar(node))
     return lines

@@ -6,18 +6,18 @@ import io
 import logging
 import posixpath
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from lucidrag.document import Document
+from lucidrag.document import Document, Section
 from lucidrag.errors import LimitExceeded, ParseError, UnsupportedFormatError
 from lucidrag import limits
 
 if TYPE_CHECKING:
     from .archive import ArchiveBudget
 
-from ._common import clean_text
+from ._common import clean_text, clip_heading
 
 logger = logging.getLogger(__name__)
 
@@ -276,6 +276,10 @@ def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int =
     if parser is None:
         raise _unsupported(family, ext)
     label = ext or _DEFAULT_EXT.get(family, "")
+    if family in ("docx", "pptx", "spreadsheet") and data.startswith(b"PK"):
+        from .archive import check_office_container
+
+        check_office_container(data, label)
     try:
         if family == "zip":
             document = parser(data, ext or ".zip", depth=depth, budget=budget)
@@ -298,18 +302,24 @@ def _finalise(document: Document) -> Document:
     changed = False
     for section in document.sections:
         text = clean_text(section.text)
-        if text != section.text:
+        headings = tuple(clip_heading(h) for h in section.headings)
+        if text != section.text or headings != section.headings:
             changed = True
             if not text:
                 continue
-            section = replace(section, text=text)
+            section = replace(section, text=text, headings=headings)
         sections.append(section)
     if not sections:
         raise ParseError("No text found in this file. Upload a file that contains text.")
+    check_document_chars(sections)
+    if changed:
+        document = replace(document, sections=tuple(sections))
+    return document
+
+
+def check_document_chars(sections: Sequence[Section]) -> None:
+    """Past limits.MAX_DOCUMENT_CHARS the file fails, whichever parser produced it."""
     if sum(len(s.text) for s in sections) > limits.MAX_DOCUMENT_CHARS:
         raise LimitExceeded(f"This file holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most "
                             "LucidRAG indexes from one file. Split it into smaller files and upload them "
                             "separately.")
-    if changed:
-        document = replace(document, sections=tuple(sections))
-    return document

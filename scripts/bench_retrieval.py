@@ -201,6 +201,7 @@ class Config:
 CHUNKINGS: dict[str, dict[str, Any]] = {
     "naive": {"chunking": "fixed", "chunk_size": 500, "chunk_overlap": 0},
     "lucid": {},  # creation defaults: structure, 512, 64
+    "doc": {"chunking": "fixed", "chunk_size": 8000, "chunk_overlap": 0},  # one chunk per document
 }
 
 CONFIGS: list[Config] = [
@@ -211,7 +212,12 @@ CONFIGS: list[Config] = [
     Config("hybrid+cw1", "lucid", {"search_mode": "hybrid", "context_window": 1}, "hybrid + context_window 1"),
     Config("hybrid@0.3", "lucid", {"search_mode": "hybrid", "vector_weight": 0.3}, "hybrid, vector_weight 0.3"),
     Config("hybrid@0.7", "lucid", {"search_mode": "hybrid", "vector_weight": 0.7}, "hybrid, vector_weight 0.7"),
+    Config("doc-vector", "doc", {"search_mode": "vector"}, "one embedding per whole document, vector only"),
+    Config("doc-bm25", "doc", {"search_mode": "keyword"}, "document-level BM25 (one chunk per document)"),
 ]
+# issue 11's bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10
+BASELINES = ("vector", "keyword", "doc-vector", "doc-bm25")
+TARGET_MARGIN = 0.02
 
 
 @dataclass
@@ -384,6 +390,12 @@ def comparison(results: Sequence[Result]) -> str:
         hv, vv, kv = getattr(h, metric), getattr(v, metric), getattr(k, metric)
         out.append(f"{metric}: hybrid {hv:.4f} vs vector {vv:.4f} ({hv - vv:+.4f}) vs keyword {kv:.4f} ({hv - kv:+.4f})"
                    f" -> {'BEATS BOTH' if hv > vv and hv > kv else 'does NOT beat both'}")
+    present = [b for b in BASELINES if b in by]
+    if len(present) > 2:
+        best = max(present, key=lambda b: by[b].ndcg10)
+        margin = h.ndcg10 - by[best].ndcg10
+        out.append(f"ndcg10 vs the best baseline ({best} {by[best].ndcg10:.4f}): {margin:+.4f} -> "
+                   + ("meets" if margin >= TARGET_MARGIN else "MISSES") + f" the +{TARGET_MARGIN} bar")
     return "\n".join(out)
 
 

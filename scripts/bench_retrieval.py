@@ -1,6 +1,6 @@
 """Retrieval quality and engine latency of LucidRAG on vendored public test collections.
 
-    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|drcd|all]
+    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|drcd|cisi|cmrc|all]
         [--model minilm|e5|auto] [--queries N] [--docs N] [--seed S] [--configs a,b,...]
         [--patch MODULE.NAME=VALUE ...] [--json OUT]
     .venv-bench/bin/python scripts/bench_retrieval.py --scale [--sizes 10000,100000]
@@ -581,7 +581,7 @@ def code_version() -> str:
 def model_for(dataset: str, model: str) -> str:
     if model != "auto":
         return model
-    return {"scifact": "minilm", "drcd": "e5"}[dataset]
+    return {"scifact": "minilm", "drcd": "e5", "cisi": "minilm", "cmrc": "e5"}[dataset]
 
 
 def apply_patches(patches: Sequence[str]) -> None:
@@ -732,7 +732,7 @@ def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
 # ------------------------------------------------------------------------------------ main
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="all", choices=["scifact", "drcd", "all"])
+    parser.add_argument("--dataset", default="all", help="scifact, drcd, cisi, cmrc, a comma list, or all")
     parser.add_argument("--model", default="auto", choices=["minilm", "e5", "auto"])
     parser.add_argument("--queries", type=int, default=None, help="queries per dataset (default: all)")
     parser.add_argument("--docs", type=int, default=None,
@@ -753,7 +753,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
         return
-    names = ["scifact", "drcd"] if args.dataset == "all" else [args.dataset]
+    names = ["scifact", "drcd", "cisi", "cmrc"] if args.dataset == "all" else args.dataset.split(",")
     out = []
     docs_arg = args.docs
     for name in names:

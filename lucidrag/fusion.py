@@ -22,6 +22,7 @@ class Candidate:
     chunk_id: str
     score: float  # absolute 0-1 score that is reported and thresholded, higher is better
     strength: float | None = None  # what ranks the list (e.g. raw BM25); defaults to score
+    body: float | None = None  # keyword: the match in the chunk's body alone (not its heading)
 
     @property
     def rank_strength(self) -> float:
@@ -35,15 +36,18 @@ class Fused:
     vector_score: float | None
     keyword_score: float | None
     rank_value: float
+    body: float = 0.0  # keyword body match: breaks ties of rank_value before the reported score
 
 
 def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weight: float) -> list[Fused]:
-    """Convex combination of min-max normalised strengths; ties go to the higher reported score."""
+    """Convex combination of min-max normalised strengths; ties go to the better body match,
+    then to the higher reported score."""
     keyword_weight = 1.0 - vector_weight
     vector_norm = _min_max(vector)
     keyword_norm = _min_max(keyword)
     vector_score = {c.chunk_id: c.score for c in vector}
     keyword_score = {c.chunk_id: c.score for c in keyword}
+    body = {c.chunk_id: c.body or 0.0 for c in keyword}
     fused = [
         Fused(
             chunk_id,
@@ -51,12 +55,14 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
             vector_score.get(chunk_id),
             keyword_score.get(chunk_id),
             vector_weight * vector_norm.get(chunk_id, 0.0) + keyword_weight * keyword_norm.get(chunk_id, 0.0),
+            body.get(chunk_id, 0.0),
         )
         for chunk_id in dict.fromkeys([c.chunk_id for c in vector] + [c.chunk_id for c in keyword])
     ]
-    # Ties (common with short lists, where min-max sends the last candidate to 0) go to the
+    # Ties (common with short lists, where min-max sends the last candidate to 0, and between
+    # chunks that match only through a shared title) go to the better body match, then to the
     # higher absolute score.
-    fused.sort(key=lambda f: (f.rank_value, f.score), reverse=True)
+    fused.sort(key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
     return fused
 
 
@@ -91,9 +97,11 @@ def fuse_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_w
 
 
 def single(candidates: Sequence[Candidate], from_vector: bool) -> list[Fused]:
-    """One list only (vector or keyword mode): score is that list's score."""
+    """One list only (vector or keyword mode): score is that list's score; equal strengths go
+    to the better body match."""
+    ordered = sorted(candidates, key=lambda c: (c.rank_strength, c.body or 0.0), reverse=True)
     return [
         Fused(c.chunk_id, c.score, c.score if from_vector else None, None if from_vector else c.score,
-              float(len(candidates) - i))
-        for i, c in enumerate(candidates)
+              float(len(ordered) - i), c.body or 0.0)
+        for i, c in enumerate(ordered)
     ]

@@ -49,7 +49,7 @@ class KnowledgeBaseState:
         self.files[record.file_id] = record
         for chunk in record.chunks:
             self.chunks[chunk.chunk_id] = chunk
-        self.index.add(record.file_id, [(c.chunk_id, c.text) for c in record.chunks])
+        self.index.add(record.file_id, [(c.chunk_id, c.text, c.heading) for c in record.chunks])
 
     def drop(self, file_id: str) -> None:
         old = self.files.pop(file_id, None)

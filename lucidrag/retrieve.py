@@ -15,7 +15,7 @@ from .filters import matches
 from .fusion import Candidate, Fused, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState, save_metric
-from .keyword import coverage
+from .keyword import coverages
 from .records import ChunkRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
@@ -115,7 +115,8 @@ def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, poo
         record = state.files.get(chunk.file_id)
         if request.where and not matches(request.where, chunk.metadata(record.format if record else "")):
             continue
-        out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text)), strength=bm25))
+        whole, body = coverages(weights, chunk.text, chunk.heading)
+        out.append(Candidate(chunk_id, clip01(whole), strength=bm25, body=body))
         if len(out) >= pool:
             break
     return out

@@ -15,6 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 RRF_K = 60
+# Document-level evidence (hybrid): each chunk's rank value gains FILE_EVIDENCE_SHARE × the rank
+# values of up to FILE_EVIDENCE_OTHERS other candidate chunks of the same file.
+FILE_EVIDENCE_SHARE = 0.0
+FILE_EVIDENCE_OTHERS = 2
+# One-passage-per-file diversity: a file's second and later chunks follow every file's first.
+FILE_DIVERSITY = False
+# Per-query list confidence: each list's weight is scaled by how clearly its best candidates
+# stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised).
+CONFIDENCE_WEIGHTING = False
+CONFIDENCE_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,11 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
     keyword_weight = 1.0 - vector_weight
     vector_norm = _min_max(vector)
     keyword_norm = _min_max(keyword)
+    if CONFIDENCE_WEIGHTING and vector and keyword:
+        cv, ck = _confidence(vector, vector_norm), _confidence(keyword, keyword_norm)
+        if cv + ck > 0.0:
+            vector_weight = vector_weight * cv / (vector_weight * cv + keyword_weight * ck)
+            keyword_weight = 1.0 - vector_weight
     vector_score = {c.chunk_id: c.score for c in vector}
     keyword_score = {c.chunk_id: c.score for c in keyword}
     body = {c.chunk_id: c.body or 0.0 for c in keyword}
@@ -64,6 +79,38 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
     # higher absolute score.
     fused.sort(key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
     return fused
+
+
+def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> float:
+    """1 − mean normalised strength of the list's top CONFIDENCE_DEPTH: high when its first
+    candidates stand out, low when many are about as good (e.g. a title every chunk shares)."""
+    top = sorted((norm[c.chunk_id] for c in candidates), reverse=True)[:CONFIDENCE_DEPTH]
+    return 1.0 - sum(top) / len(top) if len(top) > 1 else 0.5
+
+
+def with_file_evidence(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
+    """Hybrid ranking with document-level evidence and/or per-file diversity (module switches);
+    `file_of` maps chunk id → file id. Unchanged when both are off."""
+    if FILE_EVIDENCE_SHARE > 0.0:
+        by_file: dict[str, list[float]] = {}
+        for f in ranked:
+            by_file.setdefault(file_of.get(f.chunk_id, f.chunk_id), []).append(f.rank_value)
+        boosted = []
+        for f in ranked:
+            values = sorted(by_file[file_of.get(f.chunk_id, f.chunk_id)], reverse=True)
+            values.remove(f.rank_value)
+            bonus = FILE_EVIDENCE_SHARE * sum(values[:FILE_EVIDENCE_OTHERS])
+            boosted.append(Fused(f.chunk_id, f.score, f.vector_score, f.keyword_score, f.rank_value + bonus, f.body))
+        ranked = sorted(boosted, key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
+    if FILE_DIVERSITY:
+        seen: set[str] = set()
+        first, later = [], []
+        for f in ranked:
+            file_id = file_of.get(f.chunk_id, f.chunk_id)
+            (later if file_id in seen else first).append(f)
+            seen.add(file_id)
+        ranked = first + later
+    return ranked
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

@@ -218,6 +218,15 @@ def _word_tokens(tok: str) -> tuple[str, ...]:
 _NO_DOC_UNIGRAM = _CJK_STOP_CHARS | frozenset(chr(c) for c in range(0x3040, 0x30A0))
 
 
+def _cjk_bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+# Terms of a CJK run of two or more characters (documents and queries alike). Overlapping
+# bigrams; scripts/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
+cjk_terms = _cjk_bigrams
+
+
 def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list[str]:
     if not text:
         return []
@@ -237,7 +246,7 @@ def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list
             if run not in _CJK_STOP_CHARS:
                 out.append(run)
         else:
-            extend([run[i : i + 2] for i in range(len(run) - 1)])
+            extend(cjk_terms(run))
             if unigrams:
                 extend([c for c in run if c not in _NO_DOC_UNIGRAM])
     return out
@@ -270,8 +279,8 @@ def query_terms(text: str) -> dict[str, float]:
             if run not in _CJK_STOP_CHARS:
                 put(run, 1.0)
         else:
-            for i in range(len(run) - 1):
-                put(run[i : i + 2], 1.0)
+            for term in cjk_terms(run):
+                put(term, 1.0)
             if QUERY_CJK_UNIGRAM_WEIGHT > 0.0:
                 for c in run:
                     if c not in _NO_DOC_UNIGRAM:

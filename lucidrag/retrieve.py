@@ -12,7 +12,7 @@ from typing import Any
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
 from .filters import matches
-from .fusion import Candidate, Fused, fuse, single
+from .fusion import Candidate, Fused, fuse, single, with_file_evidence
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState, save_metric
 from .keyword import coverages
@@ -71,6 +71,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         keyword = _keyword_candidates(state, request, pool)
     if settings.search_mode == "hybrid":
         ranked = fuse(vector, keyword, settings.vector_weight)
+        ranked = with_file_evidence(ranked, _file_of(state, ranked))
     else:
         ranked = single(vector or keyword, from_vector=settings.search_mode == "vector")
 
@@ -154,6 +155,10 @@ def _adopt(state: KnowledgeBaseState, result: dict[str, Any]) -> None:
         chunk_id, str(file_id), int(index) if isinstance(index, (int, float)) else 0, str(text),
         str(meta.get("heading") or ""), int(page) if isinstance(page, (int, float)) and page else None,
     )
+
+
+def _file_of(state: KnowledgeBaseState, ranked: list[Fused]) -> dict[str, str]:
+    return {f.chunk_id: chunk.file_id for f in ranked if (chunk := state.chunks.get(f.chunk_id)) is not None}
 
 
 def _drop_duplicates(ranked: list[Fused], state: KnowledgeBaseState) -> list[Fused]:

@@ -454,13 +454,9 @@ def _bm25(k1: float, b: float):
 
 
 def _query_unigrams(bench: Bench) -> Callable[[], None]:
-    """Query side also emits the CJK unigrams the documents are indexed with."""
+    """Query side also emits the CJK unigrams the documents are indexed with (full weight)."""
     from lucidrag import keyword
-    original = keyword.tokenize
-
-    def tokenize(text: str, *, query: bool = False) -> list[str]:
-        return original(text, query=False)
-    return _set_attr(keyword, "tokenize", tokenize)
+    return _set_attr(keyword, "QUERY_CJK_UNIGRAM_WEIGHT", 1.0)
 
 
 def _keyword_score_normalised(bench: Bench) -> Callable[[], None]:
@@ -505,6 +501,18 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
     return lambda: (undo(), undo_kw())
 
 
+def _module_setting(assignment: str) -> Callable[[], None]:
+    """'lucidrag.fusion.FILE_EVIDENCE_SHARE=0.2' as a variant: set a query-time module constant."""
+    target, _, raw = assignment.partition("=")
+    module_name, _, attr = target.rpartition(".")
+    if not module_name.startswith("lucidrag") or not raw:
+        raise SystemExit(f"unknown variant {assignment!r} (a name from VARIANTS or lucidrag.MODULE.ATTR=VALUE)")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise SystemExit(f"variant {assignment!r}: {module_name} has no attribute {attr}")
+    return _set_attr(module, attr, json.loads(raw))
+
+
 VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
     "rrf": ("weighted RRF k=60 instead of the default ranking", _rrf_k(60)),
     "rrf_k=10": ("weighted RRF k=10", _rrf_k(10)),
@@ -526,8 +534,8 @@ async def run_variants(bench: Bench, names: Sequence[str], queries, qrels,
     by_name = {c.name: c for c in CONFIGS}
     for name in names:
         parts = name.split("+")  # "a+b": both changes at once
-        description = "; ".join(VARIANTS[p][0] for p in parts)
-        undos = [VARIANTS[p][1](bench) for p in parts]
+        description = "; ".join(VARIANTS[p][0] if p in VARIANTS else p for p in parts)
+        undos = [VARIANTS[p][1](bench) if p in VARIANTS else _module_setting(p) for p in parts]
 
         def undo() -> None:
             for u in reversed(undos):
@@ -743,6 +751,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.fusion.RRF_K=20")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
                         "proposed changes patched in ('all' or a comma list of: " + ",".join(VARIANTS) + "; a+b combines)")
+    parser.add_argument("--cjk-segmenter", default="", choices=["", "rjieba"],
+                        help="index and query CJK runs with this segmenter's words instead of bigrams")
     parser.add_argument("--json", default="", help="also write the results (with per-query rankings) here")
     parser.add_argument("--scale", action="store_true", help="latency/memory at --sizes synthetic chunks instead")
     parser.add_argument("--sizes", default="10000,100000")
@@ -750,6 +760,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.code = code_version()  # lucidrag was imported just now, with the tree in this state
     apply_patches(args.patch)
+    if args.cjk_segmenter == "rjieba":
+        import rjieba  # benchmark-only; MIT, a wheel
+
+        from lucidrag import keyword
+
+        def words(run: str) -> list[str]:
+            return [w for w in rjieba.cut_for_search(run) if w.strip() and w not in keyword._CJK_STOP_CHARS]
+        keyword.cjk_terms = words
+        print("patched lucidrag.keyword.cjk_terms = rjieba.cut_for_search", file=sys.stderr)
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
         return

@@ -137,6 +137,7 @@ _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the
 HEADING_FIELD = "\x01"
 HEADING_WEIGHT = 0.3
 QUERY_CJK_UNIGRAM_WEIGHT = 0.0  # see query_terms()
+CODE_SHARE_EXPONENT = 1.0  # the k forms of one code each carry 1/k**CODE_SHARE_EXPONENT; see query_terms()
 
 
 def _undouble(w: str) -> str:
@@ -274,7 +275,7 @@ def query_terms(text: str) -> dict[str, float]:
         if run is None:
             terms = dict.fromkeys(_word_tokens(m.group(2)))
             for term in terms:
-                put(term, 1.0 / len(terms))
+                put(term, 1.0 / len(terms) ** CODE_SHARE_EXPONENT)
         elif len(run) == 1:
             if run not in _CJK_STOP_CHARS:
                 put(run, 1.0)

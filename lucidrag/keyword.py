@@ -135,9 +135,9 @@ _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the
 # is as common as it is), no length normalisation (headings are short). So a term present in
 # every chunk's title cannot outweigh the body match, yet still tells one file from another.
 HEADING_FIELD = "\x01"
-HEADING_WEIGHT = 0.3
+HEADING_WEIGHT = 1.0
 QUERY_CJK_UNIGRAM_WEIGHT = 0.0  # see query_terms()
-CODE_SHARE_EXPONENT = 1.0  # the k forms of one code each carry 1/k**CODE_SHARE_EXPONENT; see query_terms()
+CODE_SHARE_EXPONENT = 0.5  # the k forms of one code each carry 1/k**CODE_SHARE_EXPONENT; see query_terms()
 
 
 def _undouble(w: str) -> str:

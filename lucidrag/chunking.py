@@ -1,12 +1,21 @@
-"""Structure-aware splitting of a parsed Document into chunks.
+"""Structure-aware splitting of a parsed Document into chunks that stand on their own.
 
-Sections (one heading path each) are never merged, so a chunk never spans two headings. Inside a
-section, semantic-text-splitter cuts at the largest boundary that fits `chunk_size` characters:
-paragraphs, then lines, then sentences (Unicode sentence rules, which include 。！？), then words
-and characters. Tables are split by rows and every piece repeats the header row.
+Sections (one heading path each) are never merged, so a chunk never spans two headings. A
+section of up to WHOLE_SLACK (1.25) × `chunk_size` characters is one chunk. A longer one is cut
+into small units at semantic-text-splitter's boundaries (paragraphs, lines, sentences by the
+Unicode rules, which include 。！？, then words and characters) and the units are packed into
+pieces of at most `chunk_size` by the cheapest set of cuts (`_pack`): few pieces, cuts at the
+strongest boundary available, no piece under a quarter of `chunk_size` unless the section is
+that short, pieces about equally full. The overlap is whole sentences (or clauses) of at most
+`chunk_overlap` characters from the end of the piece before, never making a piece longer than
+`chunk_size`. Tables are split by rows and every piece repeats the header row.
+
+A plain-text document's first line is taken as its title when it is short, ends without
+punctuation and a blank line follows (`_with_title`): it becomes the heading of that text.
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
-body, so a chunk stands on its own when embedded, keyword-indexed and shown to the model.
+body, so a chunk stands on its own when embedded and shown to the model; the keyword index scores
+the heading as a field of its own (keyword.py).
 """
 
 from __future__ import annotations

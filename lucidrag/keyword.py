@@ -21,13 +21,17 @@ API
       character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
       character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
       character query ("书", or "用Python写" → "用", "写") still finds a character that sits
-      inside a longer run. Queries use only bigrams for runs of two or more characters, so a
-      query never touches the long postings of common single characters.
+      inside a longer run. Queries use bigrams for runs of two or more characters, plus the
+      unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``).
 
+``query_terms(text) -> {term: share}``
+    What ``search`` and ``term_weights`` score: the forms of one code share a weight
+    (1/k**CODE_SHARE_EXPONENT each), CJK query unigrams carry QUERY_CJK_UNIGRAM_WEIGHT.
 ``stem(word) -> str``
     The suffix stripper alone (lower-case ASCII word in, index key out).
 ``tokenize_chunks(chunks) -> list[TokenizedChunk]``
-    ``[(chunk_id, text)] -> [(chunk_id, {token: tf})]``; what ``add_tokenized`` takes.
+    ``[(chunk_id, text[, heading])] -> [(chunk_id, {token: tf})]``; what ``add_tokenized``
+    takes. A heading line is indexed as its own field (terms prefixed ``HEADING_FIELD``).
 ``encode_tokenized(chunks) -> bytes`` / ``decode_tokenized(blob) -> list[TokenizedChunk]``
     Per-file blob (one per (KB, file) in plugin storage) so an index can be rebuilt without
     re-tokenising; ``decode_tokenized`` raises ``ValueError`` on anything it did not write.
@@ -132,8 +136,9 @@ _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the
 # The heading field (a chunk's title / heading path) is indexed under prefixed terms and scored
 # as its own BM25F-style field: weight HEADING_WEIGHT of a body match, idf from the larger of
 # the term's body and heading document frequencies (a title shared by every chunk of a manual
-# is as common as it is), no length normalisation (headings are short). So a term present in
-# every chunk's title cannot outweigh the body match, yet still tells one file from another.
+# is as common as it is), no length normalisation (headings are short) and not counted in the
+# body's length. So a term present in every chunk's title cannot outweigh the body match, yet
+# still tells one file from another. Weights 0.3 / 0.5 / 1.0 measured in docs/BENCHMARKS.md.
 HEADING_FIELD = "\x01"
 HEADING_WEIGHT = 1.0
 QUERY_CJK_UNIGRAM_WEIGHT = 0.0  # see query_terms()

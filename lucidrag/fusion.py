@@ -2,7 +2,8 @@
 
 Ranking is a convex combination of min-max normalised strengths (cosine for vector candidates,
 BM25 for keyword candidates), each normalised within its own candidate list for this query; a
-chunk missing from a list gets 0 there. On the vendored SciFact and DRCD collections this beat
+chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
+(`_confidence`), and the top is diversified to one passage per file (`diversify`). On the vendored SciFact and DRCD collections this beat
 weighted reciprocal-rank fusion (`fuse_rrf`, kept for comparison) by +0.008 and +0.015 nDCG@10
 (docs/BENCHMARKS.md). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
@@ -15,15 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 RRF_K = 60
-# Document-level evidence (hybrid): each chunk's rank value gains FILE_EVIDENCE_SHARE × the rank
-# values of up to FILE_EVIDENCE_OTHERS other candidate chunks of the same file.
-FILE_EVIDENCE_SHARE = 0.0
-FILE_EVIDENCE_OTHERS = 2
-# One-passage-per-file diversity: a file's second and later chunks follow every file's first.
-FILE_DIVERSITY = False
+# One-passage-per-file diversity (hybrid): a file's second and later chunks follow every file's
+# first. Measured on four collections (docs/BENCHMARKS.md): +0.006 / +0.050 nDCG@10 on SciFact /
+# CISI, no change on the sentence sets; a file-evidence bonus (best chunk + a share of the
+# others) helped SciFact but hurt CISI, so it was not kept.
+FILE_DIVERSITY = True
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
-# stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised).
-CONFIDENCE_WEIGHTING = False
+# stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
+# many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
+CONFIDENCE_WEIGHTING = True
 CONFIDENCE_DEPTH = 10
 
 
@@ -88,29 +89,19 @@ def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> floa
     return 1.0 - sum(top) / len(top) if len(top) > 1 else 0.5
 
 
-def with_file_evidence(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
-    """Hybrid ranking with document-level evidence and/or per-file diversity (module switches);
-    `file_of` maps chunk id → file id. Unchanged when both are off."""
-    if FILE_EVIDENCE_SHARE > 0.0:
-        by_file: dict[str, list[float]] = {}
-        for f in ranked:
-            by_file.setdefault(file_of.get(f.chunk_id, f.chunk_id), []).append(f.rank_value)
-        boosted = []
-        for f in ranked:
-            values = sorted(by_file[file_of.get(f.chunk_id, f.chunk_id)], reverse=True)
-            values.remove(f.rank_value)
-            bonus = FILE_EVIDENCE_SHARE * sum(values[:FILE_EVIDENCE_OTHERS])
-            boosted.append(Fused(f.chunk_id, f.score, f.vector_score, f.keyword_score, f.rank_value + bonus, f.body))
-        ranked = sorted(boosted, key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
-    if FILE_DIVERSITY:
-        seen: set[str] = set()
-        first, later = [], []
-        for f in ranked:
-            file_id = file_of.get(f.chunk_id, f.chunk_id)
-            (later if file_id in seen else first).append(f)
-            seen.add(file_id)
-        ranked = first + later
-    return ranked
+def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
+    """One passage per file first (FILE_DIVERSITY): every file's best chunk in rank order, then
+    the files' further chunks in rank order. `file_of` maps chunk id → file id."""
+    if not FILE_DIVERSITY:
+        return ranked
+    seen: set[str] = set()
+    first: list[Fused] = []
+    later: list[Fused] = []
+    for f in ranked:
+        file_id = file_of.get(f.chunk_id, f.chunk_id)
+        (later if file_id in seen else first).append(f)
+        seen.add(file_id)
+    return first + later
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from typing import Any
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
 from .filters import matches
-from .fusion import Candidate, Fused, fuse, single, with_file_evidence
+from .fusion import Candidate, Fused, diversify, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState, save_metric
 from .keyword import coverages
@@ -71,7 +71,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         keyword = _keyword_candidates(state, request, pool)
     if settings.search_mode == "hybrid":
         ranked = fuse(vector, keyword, settings.vector_weight)
-        ranked = with_file_evidence(ranked, _file_of(state, ranked))
+        ranked = diversify(ranked, _file_of(state, ranked))
     else:
         ranked = single(vector or keyword, from_vector=settings.search_mode == "vector")
 

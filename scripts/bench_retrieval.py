@@ -502,7 +502,7 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
 
 
 def _module_setting(assignment: str) -> Callable[[], None]:
-    """'lucidrag.fusion.FILE_EVIDENCE_SHARE=0.2' as a variant: set a query-time module constant."""
+    """'lucidrag.fusion.FILE_DIVERSITY=false' as a variant: set a query-time module constant."""
     target, _, raw = assignment.partition("=")
     module_name, _, attr = target.rpartition(".")
     if not module_name.startswith("lucidrag") or not raw:

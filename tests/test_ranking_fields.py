@@ -107,3 +107,25 @@ def test_a_title_term_in_every_chunk_counts_less_than_the_body_but_still_tells_f
     assert index.search("zephyr-9 descaling", 4)[0][0] == "z1"  # title and body beat body alone
     ranked = [cid for cid, _ in index.search("zephyr-9 warranty", 4)]
     assert ranked[0] == "z2" and "k0" not in ranked
+
+
+def test_a_flat_list_counts_less_than_one_whose_best_candidates_stand_out():
+    from lucidrag.fusion import Candidate, fuse
+
+    # vector: "x" barely ahead of nine near-equal cosines; keyword: "y" and "x" far above the rest
+    vector = [Candidate("x", 0.90), Candidate("y", 0.89)] + [Candidate(f"v{i}", 0.89) for i in range(8)]
+    vector.append(Candidate("far", 0.80))
+    keyword = [Candidate("y", 0.9, strength=10.0), Candidate("x", 0.8, strength=9.5)]
+    keyword += [Candidate(f"k{i}", 0.1, strength=0.0) for i in range(8)]
+    assert fuse(vector, keyword, 0.5)[0].chunk_id == "y"
+
+
+async def test_hybrid_top_k_shows_one_passage_per_file_before_second_passages(harness: Harness):
+    steps = "\n\n".join(f"## Step {i}\n\nDescale the boiler: step {i} of the descaling routine, "
+                        f"with citric acid and warm water, repeated {i} times." for i in range(4))
+    await harness.ingest(KB, "descaling.md", f"# Descaling guide\n\n{steps}".encode())
+    await harness.ingest(KB, "kettle.txt", b"Descale the kettle with citric acid once a month.")
+    response = await harness.retrieve(KB, "descale the boiler with citric acid",
+                                      settings={"search_mode": "hybrid", "top_k": 2})
+    files = [entry.metadata["file_id"] for entry in response.results]
+    assert len(set(files)) == 2, [entry.metadata["heading"] for entry in response.results]

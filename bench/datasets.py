@@ -57,6 +57,22 @@ DATASETS: dict[str, DatasetInfo] = {
         n_queries=300,
         n_qrels=300,
     ),
+    "cisi": DatasetInfo(
+        name="cisi",
+        language="en",
+        description="CISI (library and information science abstracts, ~830 characters each), whole collection",
+        n_docs=1460,
+        n_queries=76,
+        n_qrels=3114,
+    ),
+    "cmrc": DatasetInfo(
+        name="cmrc",
+        language="zh-Hans",
+        description="CMRC 2018 dev (Simplified Chinese Wikipedia MRC) as question -> sentence retrieval",
+        n_docs=2008,
+        n_queries=300,
+        n_qrels=300,
+    ),
 }
 
 

@@ -5,6 +5,8 @@ files (see bench/data/*/SOURCE.md for where they come from and their hashes).
 
     python bench/make_subset.py scifact --src /path/to/scifact.zip
     python bench/make_subset.py drcd --src /path/to/DRCD/   # holds DRCD_dev.json, DRCD_test.json
+    python bench/make_subset.py cisi --src /path/to/CISI/   # holds CISI.ALL, CISI.QRY, CISI.REL
+    python bench/make_subset.py cmrc --src /path/to/cmrc2018_dev.json
 
 Output per set (bench/data/<name>/): corpus.jsonl.gz ({"_id","title","text"}),
 queries.jsonl.gz ({"_id","text"}), qrels.tsv.gz ("query-id\tcorpus-id\tscore",
@@ -154,15 +156,102 @@ def build_drcd(src: Path, n_queries: int, n_docs: int) -> None:
     _write("drcd", corpus, queries, qrels)
 
 
+# --------------------------------------------------------------------------- CISI
+def _cisi_records(text: str) -> dict[str, dict[str, str]]:
+    """CISI.ALL / CISI.QRY: records start with ".I <id>", fields with ".T" ".A" ".W" ".X" ".B"."""
+    records: dict[str, dict[str, str]] = {}
+    current: dict[str, list[str]] = {}
+    field = ""
+    for line in text.splitlines():
+        m = re.match(r"^\.([IATWXB])\b ?(.*)$", line)
+        if m and m.group(1) == "I":
+            current = {}
+            records[m.group(2).strip()] = current  # type: ignore[assignment]
+            field = ""
+        elif m:
+            field = m.group(1)
+            current.setdefault(field, [])
+        elif field:
+            current[field].append(line)
+    return {i: {f: " ".join(" ".join(lines).split()) for f, lines in r.items()} for i, r in records.items()}
+
+
+def build_cisi(src: Path) -> None:
+    """Whole CISI collection: 1,460 library-science abstracts; the queries with judgments."""
+    docs = _cisi_records((src / "CISI.ALL").read_text("utf-8", errors="replace"))
+    qrys = _cisi_records((src / "CISI.QRY").read_text("utf-8", errors="replace"))
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (src / "CISI.REL").read_text("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            qrels.setdefault(parts[0], {})[parts[1]] = 1
+    corpus = [{"_id": i, "title": d.get("T", ""), "text": d.get("W", "")} for i, d in docs.items() if d.get("W")]
+    ids = {d["_id"] for d in corpus}
+    qrels = {q: {d: g for d, g in rel.items() if d in ids} for q, rel in sorted(qrels.items(), key=lambda x: int(x[0]))}
+    qrels = {q: rel for q, rel in qrels.items() if rel and qrys.get(q, {}).get("W")}
+    queries = [{"_id": q, "text": qrys[q]["W"]} for q in qrels]
+    _write("cisi", corpus, queries, qrels)
+
+
+# --------------------------------------------------------------------------- CMRC 2018
+def build_cmrc(src: Path, n_queries: int, n_docs: int) -> None:
+    """CMRC 2018 dev (Simplified Chinese Wikipedia MRC) as sentence retrieval, as build_drcd:
+    whole articles until about n_docs sentences; a question's relevant doc is the sentence that
+    holds its answer (this copy has no answer offsets: only answers found exactly once in the
+    paragraph, inside one sentence, are used)."""
+    paragraphs = json.loads(src.read_text("utf-8"))
+    by_title: dict[str, list[dict]] = {}
+    for p in paragraphs:
+        by_title.setdefault(p["title"], []).append(p)
+    titles = sorted(by_title)
+    rng = random.Random(SEED)
+    rng.shuffle(titles)
+    corpus, candidates = [], []
+    for title in titles:
+        if len(corpus) >= n_docs:
+            break
+        for p in by_title[title]:
+            ctx = p["context_text"]
+            spans = []
+            for i, (start, sent) in enumerate(_split_sentences(ctx)):
+                did = f"{p['context_id']}-s{i}"
+                corpus.append({"_id": did, "title": title, "text": sent})
+                spans.append((start, start + len(sent), did))
+            for qa in p["qas"]:
+                answer = qa["answers"][0]
+                if not answer or ctx.count(answer) != 1:
+                    continue
+                a0 = ctx.index(answer)
+                hit = [did for s0, s1, did in spans if s0 <= a0 and a0 + len(answer) <= s1]
+                if hit:
+                    candidates.append((qa["query_id"], qa["query_text"], p["context_id"], hit[0]))
+    ids = [d["_id"] for d in corpus]
+    assert len(ids) == len(set(ids)), "duplicate sentence ids"
+    rng.shuffle(candidates)
+    seen, picked, rest = set(), [], []
+    for qid, text, pid, did in candidates:
+        (rest if pid in seen else picked).append((qid, text, did))
+        seen.add(pid)
+    picked = (picked + rest)[:n_queries]
+    picked.sort()
+    queries = [{"_id": q, "text": t} for q, t, _ in picked]
+    qrels = {q: {did: 1} for q, _, did in picked}
+    _write("cmrc", corpus, queries, qrels)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("name", choices=["scifact", "drcd"])
+    ap.add_argument("name", choices=["scifact", "drcd", "cisi", "cmrc"])
     ap.add_argument("--src", type=Path, required=True)
     ap.add_argument("--docs", type=int, default=None, help="corpus size (scifact: 3000 docs; drcd: ~5000 sentences)")
     ap.add_argument("--queries", type=int, default=300, help="drcd: number of questions to sample")
     a = ap.parse_args()
     if a.name == "scifact":
         build_scifact(a.src, a.docs or 3000)
+    elif a.name == "cisi":
+        build_cisi(a.src)
+    elif a.name == "cmrc":
+        build_cmrc(a.src, a.queries, a.docs or 3000)
     else:
         build_drcd(a.src, a.queries, a.docs or 5000)
 

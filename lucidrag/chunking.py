@@ -1,14 +1,25 @@
-"""Structure-aware splitting of a parsed Document into chunks.
+"""Structure-aware splitting of a parsed Document into chunks that stand on their own.
 
-Sections (one heading path each) are never merged, so a chunk never spans two headings. Inside a
-section, semantic-text-splitter cuts at the largest boundary that fits `chunk_size` characters:
-paragraphs, then lines, then sentences (Unicode sentence rules, which include 。！？), then words
-and characters. Tables are split by rows and every piece repeats the header row; tables too
-wide for that are cut into column groups first (column_groups), and lines too long for the
-splitter are cut into bounded runs first (bounded_runs). Both guards keep the work linear.
+Sections (one heading path each) are never merged, so a chunk never spans two headings. A
+section of up to WHOLE_SLACK (1.25) × `chunk_size` characters is one chunk. A longer one is cut
+into small units at semantic-text-splitter's boundaries (paragraphs, lines, sentences by the
+Unicode rules, which include 。！？, then words and characters) and the units are packed into
+pieces of at most `chunk_size` by the cheapest set of cuts (`_pack`): few pieces, cuts at the
+strongest boundary available, no piece under a quarter of `chunk_size` unless the section is
+that short, pieces about equally full. The overlap is whole sentences (or clauses) of at most
+`chunk_overlap` characters from the end of the piece before, never making a piece longer than
+`chunk_size`. Tables are split by rows and every piece repeats the header row.
+
+A plain-text document's first line is taken as its title when it is short, ends without
+punctuation and a blank line follows (`_with_title`): it becomes the heading of that text.
+
+Two guards keep the work linear on hostile input: lines longer than the splitter can handle are
+cut into bounded runs first (bounded_runs), and tables too wide to repeat their header are cut
+into column groups (column_groups).
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
-body, so a chunk stands on its own when embedded, keyword-indexed and shown to the model.
+body, so a chunk stands on its own when embedded and shown to the model; the keyword index scores
+the heading as a field of its own (keyword.py).
 """
 
 from __future__ import annotations
@@ -24,14 +35,29 @@ from .limits import LONG_LINE_FACTOR, WIDE_TABLE_HEADER_SHARE
 from .settings import CreationSettings
 
 HEADING_SEPARATOR = " › "
-# Clause ends that the Unicode sentence rules ignore; used only when a sentence is too long.
-_CJK_CLAUSE_END = re.compile(r"(?<=[；;，,、：:])")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
 _RUN_BREAKS = (
     re.compile(r"[.!?。！？…]+[\"'”’)）\]]*(?:\s+|(?=[^\x00-\x7f]))"),  # sentence end (Latin needs a space)
     re.compile(r"\s+"),
     re.compile(r"[；;，,、：:]+"),
 )
+# A section of up to this many times chunk_size stays one chunk: cutting a 600-character
+# abstract into 512 + 88 leaves a fragment that answers nothing on its own.
+WHOLE_SLACK = 1.25
+# Costs of one packing (lower is better): every piece costs PIECE_COST, a cut costs by where it
+# falls (_CUT_COST, by boundary strength), a piece under a quarter of chunk_size costs SHORT_COST
+# and an unfilled piece BALANCE_COST × (unused share)². Cutting inside a sentence costs more
+# than a few extra pieces; a paragraph cut is preferred to a sentence cut unless far less balanced.
+PIECE_COST = 10.0
+SHORT_COST = 25.0
+BALANCE_COST = 3.0
+_PARAGRAPH, _LINE, _SENTENCE, _CLAUSE, _WORD, _CHAR = range(6)
+_CUT_COST = (0.0, 1.0, 2.0, 6.0, 40.0, 60.0)
+_SENTENCE_END = frozenset(".!?。！？…\"'”’)）」』")
+_CLAUSE_END = frozenset(";；,，、:：")
+# A plain-text document's first line is its title when it is short, ends without punctuation
+# and a blank line separates it from the text (the usual "Title\n\nText" of .txt files).
+TITLE_MAX_CHARS = 150
 
 
 @dataclass(frozen=True)
@@ -69,13 +95,31 @@ def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDoc
         for section in document.sections:
             pieces.extend((text, section) for text in _fixed_windows(section.text, size, overlap))
     else:
-        for section in document.sections:
+        for section in _with_title(document.sections, size):
             pieces.extend((text, section) for text in split_section(section, size, overlap))
     chunks = tuple(
         Chunk(index=i, text=text, headings=section.headings, page=section.page)
         for i, (text, section) in enumerate(pieces)
     )
     return ChunkedDocument(chunks)
+
+
+def _with_title(sections: tuple[Section, ...], size: int) -> tuple[Section, ...]:
+    """Make a headless document's title line the heading of the text under it, so it stays with
+    that text in every chunk (embedding and display) and is scored as a heading field."""
+    if not sections:
+        return sections
+    first = sections[0]
+    if first.headings or first.is_table:
+        return sections
+    text = first.text.strip()
+    match = re.match(r"([^\n]+)\n[ \t]*\n\s*(\S[\s\S]*)", text)
+    if match is None:
+        return sections
+    title, body = match.group(1).strip(), match.group(2)
+    if not title or len(title) > min(TITLE_MAX_CHARS, size // 2) or title[-1] in _SENTENCE_END | _CLAUSE_END:
+        return sections
+    return (Section(body, (title,), first.page, first.is_table), *sections[1:])
 
 
 def split_section(section: Section, size: int, overlap: int) -> list[str]:
@@ -86,22 +130,32 @@ def split_section(section: Section, size: int, overlap: int) -> list[str]:
 
 
 def split_text(text: str, size: int, overlap: int) -> list[str]:
+    """Pieces of at most `size` characters that stand on their own (see `_pack`); a text of up
+    to WHOLE_SLACK × size stays whole. Each piece after the first starts with up to `overlap`
+    characters of whole sentences (or clauses) from the end of the piece before it, as far as
+    it stays within `size`."""
     text = text.strip()
     if not text:
         return []
-    if len(text) <= size:
+    if len(text) <= size * WHOLE_SLACK:
         return [text]
     pieces: list[str] = []
     for run, breakable in bounded_runs(text, size, overlap):
-        if not breakable:
-            pieces.extend(_fixed_windows(run, size, overlap))
-            continue
-        for piece in _splitter(size, overlap).chunks(run):
-            if len(piece) > size:  # a single sentence longer than size: cut at clause ends
-                pieces.extend(_split_long_sentence(piece, size, overlap))
-            else:
-                pieces.append(piece)
+        pieces.extend(_pack_text(run, size, overlap) if breakable else _fixed_windows(run, size, overlap))
     return [p for p in pieces if p.strip()]
+
+
+def _pack_text(text: str, size: int, overlap: int) -> list[str]:
+    """`text` (no line longer than the splitter handles in linear time) packed into pieces."""
+    atoms = _atoms(text, size)
+    spans = _pack(atoms, size)
+    pieces: list[str] = []
+    for k, (first, last) in enumerate(spans):
+        start, end = atoms[first].start, atoms[last].end
+        if k and overlap > 0:  # the overlap never makes a piece longer than size
+            start = _overlap_start(atoms, spans[k - 1], first, min(overlap, size - (end - start)))
+        pieces.append(text[start:end])
+    return pieces
 
 
 def bounded_runs(text: str, size: int, overlap: int) -> list[tuple[str, bool]]:
@@ -276,24 +330,73 @@ def _fixed_windows(text: str, size: int, overlap: int) -> list[str]:
     return [text[i : i + size] for i in range(0, max(len(text) - overlap, 1), step) if text[i : i + size].strip()]
 
 
-def _split_long_sentence(sentence: str, size: int, overlap: int) -> list[str]:
-    clauses = [c for c in _CJK_CLAUSE_END.split(sentence) if c]
-    pieces: list[str] = []
-    current = ""
-    for clause in clauses:
-        if len(clause) > size:
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.extend(_fixed_windows(clause, size, overlap))
-        elif len(current) + len(clause) > size:
-            pieces.append(current)
-            current = clause
+@dataclass(frozen=True)
+class _Atom:
+    start: int
+    end: int
+    cut: int  # strength of the boundary after this atom (_PARAGRAPH ... _CHAR)
+
+
+def _atoms(text: str, size: int) -> list[_Atom]:
+    """Small units (at most size/8 characters) that a cut may fall between, each with the kind of
+    boundary that follows it, from semantic-text-splitter's own boundaries."""
+    spans = [(o, o + len(c)) for o, c in _splitter(max(16, size // 8), 0).chunk_indices(text)]
+    atoms: list[_Atom] = []
+    for (start, end), (next_start, _) in zip(spans, spans[1:] + [(len(text), 0)]):
+        gap = text[end:next_start]
+        last = text[end - 1]
+        if "\n" in gap:
+            cut = _PARAGRAPH if re.search(r"\n[ \t]*\n", gap) else _LINE
+        elif last in _SENTENCE_END:
+            cut = _SENTENCE
+        elif last in _CLAUSE_END:
+            cut = _CLAUSE
         else:
-            current += clause
-    if current:
-        pieces.append(current)
-    return pieces
+            cut = _WORD if gap else _CHAR
+        atoms.append(_Atom(start, end, cut))
+    return atoms
+
+
+def _pack(atoms: list[_Atom], size: int) -> list[tuple[int, int]]:
+    """Cheapest split of the atoms into pieces of at most `size` characters (dynamic
+    programming over the cut positions): few pieces, cut at the strongest boundaries, no
+    fragment under size/4 where that can be avoided, pieces about equally full."""
+    n = len(atoms)
+    best = [0.0] + [float("inf")] * n  # best[i]: cost of atoms[:i]
+    back = [0] * (n + 1)
+    short = size / 4
+    for i in range(1, n + 1):
+        end = atoms[i - 1].end
+        cut = 0.0 if i == n else _CUT_COST[atoms[i - 1].cut]
+        j = i - 1
+        while j >= 0:
+            length = end - atoms[j].start
+            if length > size and j < i - 1:
+                break
+            cost = best[j] + PIECE_COST + cut + BALANCE_COST * (1.0 - min(length, size) / size) ** 2
+            if length < short:
+                cost += SHORT_COST
+            if cost < best[i]:
+                best[i], back[i] = cost, j
+            j -= 1
+    spans: list[tuple[int, int]] = []
+    i = n
+    while i > 0:
+        spans.append((back[i], i - 1))
+        i = back[i]
+    return spans[::-1]
+
+
+def _overlap_start(atoms: list[_Atom], previous: tuple[int, int], first: int, overlap: int) -> int:
+    """Start of the longest run of whole sentences/clauses ending the previous piece that fits in
+    `overlap` characters (no overlap when even its last sentence is longer)."""
+    start = atoms[first].start
+    for j in range(first - 1, previous[0], -1):
+        if atoms[first].start - atoms[j].start > overlap:
+            break
+        if atoms[j - 1].cut <= _CLAUSE:
+            start = atoms[j].start
+    return start
 
 
 def _is_separator_row(line: str) -> bool:

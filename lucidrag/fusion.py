@@ -2,7 +2,8 @@
 
 Ranking is a convex combination of min-max normalised strengths (cosine for vector candidates,
 BM25 for keyword candidates), each normalised within its own candidate list for this query; a
-chunk missing from a list gets 0 there. On the vendored SciFact and DRCD collections this beat
+chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
+(`_confidence`), and the top is diversified to one passage per file (`diversify`). On the vendored SciFact and DRCD collections this beat
 weighted reciprocal-rank fusion (`fuse_rrf`, kept for comparison) by +0.008 and +0.015 nDCG@10
 (docs/BENCHMARKS.md). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
@@ -15,6 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 RRF_K = 60
+# One-passage-per-file diversity (hybrid): a file's second and later chunks follow every file's
+# first. Measured on four collections (docs/BENCHMARKS.md): +0.006 / +0.050 nDCG@10 on SciFact /
+# CISI, no change on the sentence sets; a file-evidence bonus (best chunk + a share of the
+# others) helped SciFact but hurt CISI, so it was not kept.
+FILE_DIVERSITY = True
+# Per-query list confidence: each list's weight is scaled by how clearly its best candidates
+# stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
+# many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
+CONFIDENCE_WEIGHTING = True
+CONFIDENCE_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,7 @@ class Candidate:
     chunk_id: str
     score: float  # absolute 0-1 score that is reported and thresholded, higher is better
     strength: float | None = None  # what ranks the list (e.g. raw BM25); defaults to score
+    body: float | None = None  # keyword: the match in the chunk's body alone (not its heading)
 
     @property
     def rank_strength(self) -> float:
@@ -35,15 +47,23 @@ class Fused:
     vector_score: float | None
     keyword_score: float | None
     rank_value: float
+    body: float = 0.0  # keyword body match: breaks ties of rank_value before the reported score
 
 
 def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weight: float) -> list[Fused]:
-    """Convex combination of min-max normalised strengths; ties go to the higher reported score."""
+    """Convex combination of min-max normalised strengths; ties go to the better body match,
+    then to the higher reported score."""
     keyword_weight = 1.0 - vector_weight
     vector_norm = _min_max(vector)
     keyword_norm = _min_max(keyword)
+    if CONFIDENCE_WEIGHTING and vector and keyword:
+        cv, ck = _confidence(vector, vector_norm), _confidence(keyword, keyword_norm)
+        if cv + ck > 0.0:
+            vector_weight = vector_weight * cv / (vector_weight * cv + keyword_weight * ck)
+            keyword_weight = 1.0 - vector_weight
     vector_score = {c.chunk_id: c.score for c in vector}
     keyword_score = {c.chunk_id: c.score for c in keyword}
+    body = {c.chunk_id: c.body or 0.0 for c in keyword}
     fused = [
         Fused(
             chunk_id,
@@ -51,13 +71,37 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
             vector_score.get(chunk_id),
             keyword_score.get(chunk_id),
             vector_weight * vector_norm.get(chunk_id, 0.0) + keyword_weight * keyword_norm.get(chunk_id, 0.0),
+            body.get(chunk_id, 0.0),
         )
         for chunk_id in dict.fromkeys([c.chunk_id for c in vector] + [c.chunk_id for c in keyword])
     ]
-    # Ties (common with short lists, where min-max sends the last candidate to 0) go to the
+    # Ties (common with short lists, where min-max sends the last candidate to 0, and between
+    # chunks that match only through a shared title) go to the better body match, then to the
     # higher absolute score.
-    fused.sort(key=lambda f: (f.rank_value, f.score), reverse=True)
+    fused.sort(key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
     return fused
+
+
+def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> float:
+    """1 − mean normalised strength of the list's top CONFIDENCE_DEPTH: high when its first
+    candidates stand out, low when many are about as good (e.g. a title every chunk shares)."""
+    top = sorted((norm[c.chunk_id] for c in candidates), reverse=True)[:CONFIDENCE_DEPTH]
+    return 1.0 - sum(top) / len(top) if len(top) > 1 else 0.5
+
+
+def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
+    """One passage per file first (FILE_DIVERSITY): every file's best chunk in rank order, then
+    the files' further chunks in rank order. `file_of` maps chunk id → file id."""
+    if not FILE_DIVERSITY:
+        return ranked
+    seen: set[str] = set()
+    first: list[Fused] = []
+    later: list[Fused] = []
+    for f in ranked:
+        file_id = file_of.get(f.chunk_id, f.chunk_id)
+        (later if file_id in seen else first).append(f)
+        seen.add(file_id)
+    return first + later
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:
@@ -91,9 +135,11 @@ def fuse_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_w
 
 
 def single(candidates: Sequence[Candidate], from_vector: bool) -> list[Fused]:
-    """One list only (vector or keyword mode): score is that list's score."""
+    """One list only (vector or keyword mode): score is that list's score; equal strengths go
+    to the better body match."""
+    ordered = sorted(candidates, key=lambda c: (c.rank_strength, c.body or 0.0), reverse=True)
     return [
         Fused(c.chunk_id, c.score, c.score if from_vector else None, None if from_vector else c.score,
-              float(len(candidates) - i))
-        for i, c in enumerate(candidates)
+              float(len(ordered) - i), c.body or 0.0)
+        for i, c in enumerate(ordered)
     ]

@@ -355,7 +355,7 @@ def _decode_records(kb_id: str, blobs: list[tuple[str, bytes | None]]) -> list[F
 
 
 def _tokenize_records(records: list[FileRecord]) -> list[tuple[str, list[TokenizedChunk]]]:
-    return [(r.file_id, tokenize_chunks([(c.chunk_id, c.text) for c in r.chunks])) for r in records]
+    return [(r.file_id, tokenize_chunks([(c.chunk_id, c.text, c.heading) for c in r.chunks])) for r in records]
 
 
 def _add_all(index: BM25Index, tokenized: list[tuple[str, list[TokenizedChunk]]]) -> None:

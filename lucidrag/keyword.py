@@ -21,13 +21,17 @@ API
       character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
       character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
       character query ("书", or "用Python写" → "用", "写") still finds a character that sits
-      inside a longer run. Queries use only bigrams for runs of two or more characters, so a
-      query never touches the long postings of common single characters.
+      inside a longer run. Queries use bigrams for runs of two or more characters, plus the
+      unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``).
 
+``query_terms(text) -> {term: share}``
+    What ``search`` and ``term_weights`` score: the forms of one code share a weight
+    (1/k**CODE_SHARE_EXPONENT each), CJK query unigrams carry QUERY_CJK_UNIGRAM_WEIGHT.
 ``stem(word) -> str``
     The suffix stripper alone (lower-case ASCII word in, index key out).
 ``tokenize_chunks(chunks) -> list[TokenizedChunk]``
-    ``[(chunk_id, text)] -> [(chunk_id, {token: tf})]``; what ``add_tokenized`` takes.
+    ``[(chunk_id, text[, heading])] -> [(chunk_id, {token: tf})]``; what ``add_tokenized``
+    takes. A heading line is indexed as its own field (terms prefixed ``HEADING_FIELD``).
 ``encode_tokenized(chunks) -> bytes`` / ``decode_tokenized(blob) -> list[TokenizedChunk]``
     Per-file blob (one per (KB, file) in plugin storage) so an index can be rebuilt without
     re-tokenising; ``decode_tokenized`` raises ``ValueError`` on anything it did not write.
@@ -85,7 +89,9 @@ __all__ = [
     "TokenizedChunk",
     "decode_tokenized",
     "encode_tokenized",
+    "coverages",
     "normalise_scores",
+    "query_terms",
     "stem",
     "tokenize",
     "tokenize_chunks",
@@ -126,6 +132,17 @@ _EN_STOP = frozenset(
 _CJK_STOP_CHARS = frozenset("的了是在和与及或也就都而着之其这那个吗呢吧啊把被于")
 
 _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the cost
+
+# The heading field (a chunk's title / heading path) is indexed under prefixed terms and scored
+# as its own BM25F-style field: weight HEADING_WEIGHT of a body match, idf from the larger of
+# the term's body and heading document frequencies (a title shared by every chunk of a manual
+# is as common as it is), no length normalisation (headings are short) and not counted in the
+# body's length. So a term present in every chunk's title cannot outweigh the body match, yet
+# still tells one file from another. Weights 0.3 / 0.5 / 1.0 measured in docs/BENCHMARKS.md.
+HEADING_FIELD = "\x01"
+HEADING_WEIGHT = 1.0
+QUERY_CJK_UNIGRAM_WEIGHT = 0.0  # see query_terms()
+CODE_SHARE_EXPONENT = 0.5  # the k forms of one code each carry 1/k**CODE_SHARE_EXPONENT; see query_terms()
 
 
 def _undouble(w: str) -> str:
@@ -207,6 +224,15 @@ def _word_tokens(tok: str) -> tuple[str, ...]:
 _NO_DOC_UNIGRAM = _CJK_STOP_CHARS | frozenset(chr(c) for c in range(0x3040, 0x30A0))
 
 
+def _cjk_bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+# Terms of a CJK run of two or more characters (documents and queries alike). Overlapping
+# bigrams; scripts/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
+cjk_terms = _cjk_bigrams
+
+
 def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list[str]:
     if not text:
         return []
@@ -226,9 +252,45 @@ def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list
             if run not in _CJK_STOP_CHARS:
                 out.append(run)
         else:
-            extend([run[i : i + 2] for i in range(len(run) - 1)])
+            extend(cjk_terms(run))
             if unigrams:
                 extend([c for c in run if c not in _NO_DOC_UNIGRAM])
+    return out
+
+
+def query_terms(text: str) -> dict[str, float]:
+    """Distinct query terms with the share of a term's weight each one carries.
+
+    The forms one code or mixed token yields ("Zephyr-9" → zephyr-9, zephyr9, zephyr, 9) are
+    one piece of evidence, not four: they share one term's weight, so a chunk that merely names
+    the product cannot outrank the one that answers. CJK runs give their bigrams (1.0 each) and,
+    with weight QUERY_CJK_UNIGRAM_WEIGHT, the unigrams documents are indexed with (questions often
+    share only single characters — names, numbers — with the answer sentence).
+    """
+    out: dict[str, float] = {}
+    if not text:
+        return out
+    text = unicodedata.normalize("NFKC", text).casefold()
+
+    def put(term: str, share: float) -> None:
+        if share > out.get(term, 0.0):
+            out[term] = share
+    for m in _TOKEN_RE.finditer(text):
+        run = m.group(1)
+        if run is None:
+            terms = dict.fromkeys(_word_tokens(m.group(2)))
+            for term in terms:
+                put(term, 1.0 / len(terms) ** CODE_SHARE_EXPONENT)
+        elif len(run) == 1:
+            if run not in _CJK_STOP_CHARS:
+                put(run, 1.0)
+        else:
+            for term in cjk_terms(run):
+                put(term, 1.0)
+            if QUERY_CJK_UNIGRAM_WEIGHT > 0.0:
+                for c in run:
+                    if c not in _NO_DOC_UNIGRAM:
+                        put(c, QUERY_CJK_UNIGRAM_WEIGHT)
     return out
 
 
@@ -237,10 +299,22 @@ def tokenize(text: str, *, query: bool = False) -> list[str]:
     return _tokenize(text, query, {})
 
 
-def tokenize_chunks(chunks: Iterable[tuple[str, str]]) -> list[TokenizedChunk]:
-    """``[(chunk_id, text)]`` → ``[(chunk_id, {token: tf})]`` in the same order."""
+def tokenize_chunks(chunks: Iterable[tuple[str, str] | tuple[str, str, str]]) -> list[TokenizedChunk]:
+    """``[(chunk_id, text)]`` or ``[(chunk_id, text, heading)]`` → ``[(chunk_id, {token: tf})]``
+    in the same order. When ``text`` starts with its ``heading`` line (a chunk's embed text),
+    that line is indexed as the heading field (terms prefixed with ``HEADING_FIELD``)."""
     cache: dict[str, tuple[str, ...]] = {}  # per call: words repeat within a file
-    return [(cid, dict(Counter(_tokenize(text, False, cache)))) for cid, text in chunks]
+    out: list[TokenizedChunk] = []
+    for item in chunks:
+        cid, text = item[0], item[1]
+        heading = item[2] if len(item) > 2 else ""  # type: ignore[misc]
+        if heading and text.startswith(heading + "\n"):
+            text = text[len(heading) + 1 :]
+        tfs = Counter(_tokenize(text, False, cache))
+        if heading:
+            tfs.update(HEADING_FIELD + t for t in set(_tokenize(heading, False, cache)))
+        out.append((cid, dict(tfs)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,8 +416,9 @@ class BM25Index:
 
     # -- mutation ------------------------------------------------------------------------
 
-    def add(self, file_id: str, chunks: Sequence[tuple[str, str]]) -> None:
-        """Index ``[(chunk_id, text)]`` as file ``file_id``, replacing any earlier version."""
+    def add(self, file_id: str, chunks: Sequence[tuple[str, str] | tuple[str, str, str]]) -> None:
+        """Index ``[(chunk_id, text)]`` or ``[(chunk_id, text, heading)]`` (see
+        ``tokenize_chunks``) as file ``file_id``, replacing any earlier version."""
         self.add_tokenized(file_id, tokenize_chunks(chunks))
 
     def add_tokenized(self, file_id: str, chunks: Sequence[TokenizedChunk]) -> None:
@@ -362,7 +437,7 @@ class BM25Index:
         for chunk_id, tfs in chunks:
             slot = len(self._slot_chunk)  # always above every slot in use: postings stay sorted
             slots.append(slot)
-            dl = sum([tf for t, tf in tfs.items() if len(t) > 1 or t < "\u1100"])
+            dl = sum([tf for t, tf in tfs.items() if (len(t) > 1 or t < "\u1100") and t[0] != HEADING_FIELD])
             base = slot << _TF_BITS
             for term, tf in tfs.items():
                 packed = base | (tf if tf < mask else mask)
@@ -489,24 +564,36 @@ class BM25Index:
             if not allowed:
                 return []
         postings = self._postings
-        plist = []
-        for term in dict.fromkeys(tokenize(query, query=True)):
-            p = postings.get(term)
-            if p is not None:
-                plist.append((1 if p.__class__ is int else len(p), term, p))
-        if not plist:
-            return []
-        plist.sort(key=itemgetter(0, 1))  # rarest first; ties by term: deterministic
-        del plist[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
         n = self._n
         k1 = self.k1
         k1p1 = k1 + 1.0
-        norm = k1 * (1.0 - self.b)
-        coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        body_norm = k1 * (1.0 - self.b)
+        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        found = []  # (df of the rarer field, term, share, body postings, heading postings)
+        for term, share in query_terms(query).items():
+            p = postings.get(term)
+            h = postings.get(HEADING_FIELD + term)
+            if p is not None or h is not None:
+                found.append((min(_df(p), _df(h)), term, share, p, h))
+        if not found:
+            return []
+        found.sort(key=itemgetter(0, 1))
+        del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
+        # (df, term, postings, weight, norm, coef) per field: heading terms are their own field
+        plist: list[tuple[int, str, int | array, float, float, float]] = []
+        for _, term, share, p, h in found:
+            df = _df(p) if p is not None else 0
+            if p is not None:
+                plist.append((df, term, p, share * _idf(n, df) * k1p1, body_norm, body_coef))
+            if h is not None:
+                hdf = _df(h)
+                weight = share * HEADING_WEIGHT * _idf(n, max(df, hdf)) * k1p1
+                plist.append((hdf, HEADING_FIELD + term, h, weight, k1, 0.0))
+        plist.sort(key=itemgetter(0, 1))  # rarest first; ties by term: deterministic
         lens = self._slot_len
         fileof = self._slot_file
         bits, mask = _TF_BITS, _TF_MASK
-        weights = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * k1p1 for df, _, _ in plist]
+        weights = [entry[3] for entry in plist]
         rest = [0.0] * (len(plist) + 1)  # rest[i]: upper bound of terms i.. (tf/(tf+K) < 1)
         for i in range(len(plist) - 1, -1, -1):
             rest[i] = rest[i + 1] + weights[i]
@@ -519,8 +606,7 @@ class BM25Index:
                 theta = heapq.nlargest(top_k, scores.values())[-1]
                 if rest[i] < theta:
                     break  # no unseen chunk can reach the top k any more
-            _, _, p = plist[i]
-            w = weights[i]
+            _, _, p, w, norm, coef = plist[i]
             entries: Sequence[int] = (p,) if p.__class__ is int else p
             for v in entries:
                 s = v >> bits
@@ -532,8 +618,7 @@ class BM25Index:
         for j in range(i, len(plist)):
             # keep only chunks that can still reach theta; the others cannot enter the top k
             scores = {s: sc for s, sc in scores.items() if sc + rest[j] >= theta}
-            _, _, p = plist[j]
-            w = weights[j]
+            _, _, p, w, norm, coef = plist[j]
             if p.__class__ is int:
                 s = p >> bits
                 if s in scores:
@@ -557,13 +642,14 @@ class BM25Index:
         return [(chunk[s], sc) for s, sc in best if sc > 0.0]  # type: ignore[misc]
 
     def term_weights(self, query: str) -> dict[str, float]:
-        """BM25 idf of each distinct query term; a term no chunk contains gets the largest idf."""
+        """BM25 idf of each distinct query term times its share (``query_terms``); a term no
+        chunk contains gets the largest idf."""
         n = self._n
         weights: dict[str, float] = {}
-        for term in dict.fromkeys(tokenize(query, query=True)):
+        for term, share in query_terms(query).items():
             p = self._postings.get(term)
             df = 0 if p is None else 1 if p.__class__ is int else len(p)
-            weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            weights[term] = share * _idf(n, df)
         return weights
 
     def __len__(self) -> int:
@@ -690,6 +776,17 @@ class BM25Index:
         return idx
 
 
+def _df(postings: int | array | None) -> int:
+    """Document frequency of a posting entry; a term absent from the field ranks last."""
+    if postings is None:
+        return 1 << 62
+    return 1 if postings.__class__ is int else len(postings)
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 def coverage(weights: dict[str, float], text: str) -> float:
     """Share (0-1) of the query's idf weight (`BM25Index.term_weights`) whose terms occur in
     `text`: an absolute keyword-match strength, unlike BM25, which has no upper bound."""
@@ -698,6 +795,19 @@ def coverage(weights: dict[str, float], text: str) -> float:
         return 0.0
     present = set(tokenize(text))
     return sum(w for term, w in weights.items() if term in present) / total
+
+
+def coverages(weights: dict[str, float], text: str, heading: str = "") -> tuple[float, float]:
+    """``coverage`` of the whole chunk text and of its body alone (``text`` without its leading
+    ``heading`` line): the body share breaks ties between chunks that match only by a title."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0, 0.0
+    body = text[len(heading) + 1 :] if heading and text.startswith(heading + "\n") else text
+    in_body = set(tokenize(body))
+    in_all = in_body | set(tokenize(heading)) if body is not text else in_body
+    return (sum(w for t, w in weights.items() if t in in_all) / total,
+            sum(w for t, w in weights.items() if t in in_body) / total)
 
 
 def normalise_scores(results: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -11,10 +11,10 @@ from typing import Any
 
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
-from .fusion import Candidate, Fused, fuse, single
+from .fusion import Candidate, Fused, diversify, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState
-from .keyword import coverage
+from .keyword import coverages
 from .localfilter import select
 from .records import ChunkRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
@@ -77,6 +77,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         keyword = await _keyword_candidates(state, request, pool)
     if settings.search_mode == "hybrid":
         ranked = fuse(vector, keyword, settings.vector_weight)
+        ranked = diversify(ranked, _file_of(state, ranked))
     else:
         ranked = single(vector or keyword, from_vector=settings.search_mode == "vector")
 
@@ -131,7 +132,8 @@ async def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveReques
         chunk = state.chunks.get(chunk_id)
         if chunk is None or chunk.file_id in unsettled or (chunk_ids is not None and chunk_id not in chunk_ids):
             continue
-        out.append(Candidate(chunk_id, clip01(coverage(weights, chunk.text)), strength=bm25))
+        whole, body = coverages(weights, chunk.text, chunk.heading)
+        out.append(Candidate(chunk_id, clip01(whole), strength=bm25, body=body))
         if len(out) >= pool:
             break
     return out
@@ -151,6 +153,10 @@ async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedd
     metric = calibrate([(float(top.get("distance", 0.0)), cosine(query_vector, vector[0]))])
     if metric is not None:
         await state.set_metric(KbStore(host, request.kb_id), metric)
+
+
+def _file_of(state: KnowledgeBaseState, ranked: list[Fused]) -> dict[str, str]:
+    return {f.chunk_id: chunk.file_id for f in ranked if (chunk := state.chunks.get(f.chunk_id)) is not None}
 
 
 def _drop_duplicates(ranked: list[Fused], state: KnowledgeBaseState) -> list[Fused]:

@@ -1,6 +1,6 @@
 """Retrieval quality and engine latency of LucidRAG on vendored public test collections.
 
-    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|drcd|all]
+    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|drcd|cisi|cmrc|all]
         [--model minilm|e5|auto] [--queries N] [--docs N] [--seed S] [--configs a,b,...]
         [--patch MODULE.NAME=VALUE ...] [--json OUT]
     .venv-bench/bin/python scripts/bench_retrieval.py --scale [--sizes 10000,100000]
@@ -201,6 +201,7 @@ class Config:
 CHUNKINGS: dict[str, dict[str, Any]] = {
     "naive": {"chunking": "fixed", "chunk_size": 500, "chunk_overlap": 0},
     "lucid": {},  # creation defaults: structure, 512, 64
+    "doc": {"chunking": "fixed", "chunk_size": 8000, "chunk_overlap": 0},  # one chunk per document
 }
 
 CONFIGS: list[Config] = [
@@ -211,7 +212,12 @@ CONFIGS: list[Config] = [
     Config("hybrid+cw1", "lucid", {"search_mode": "hybrid", "context_window": 1}, "hybrid + context_window 1"),
     Config("hybrid@0.3", "lucid", {"search_mode": "hybrid", "vector_weight": 0.3}, "hybrid, vector_weight 0.3"),
     Config("hybrid@0.7", "lucid", {"search_mode": "hybrid", "vector_weight": 0.7}, "hybrid, vector_weight 0.7"),
+    Config("doc-vector", "doc", {"search_mode": "vector"}, "one embedding per whole document, vector only"),
+    Config("doc-bm25", "doc", {"search_mode": "keyword"}, "document-level BM25 (one chunk per document)"),
 ]
+# issue 11's bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10
+BASELINES = ("vector", "keyword", "doc-vector", "doc-bm25")
+TARGET_MARGIN = 0.02
 
 
 @dataclass
@@ -384,6 +390,12 @@ def comparison(results: Sequence[Result]) -> str:
         hv, vv, kv = getattr(h, metric), getattr(v, metric), getattr(k, metric)
         out.append(f"{metric}: hybrid {hv:.4f} vs vector {vv:.4f} ({hv - vv:+.4f}) vs keyword {kv:.4f} ({hv - kv:+.4f})"
                    f" -> {'BEATS BOTH' if hv > vv and hv > kv else 'does NOT beat both'}")
+    present = [b for b in BASELINES if b in by]
+    if len(present) > 2:
+        best = max(present, key=lambda b: by[b].ndcg10)
+        margin = h.ndcg10 - by[best].ndcg10
+        out.append(f"ndcg10 vs the best baseline ({best} {by[best].ndcg10:.4f}): {margin:+.4f} -> "
+                   + ("meets" if margin >= TARGET_MARGIN else "MISSES") + f" the +{TARGET_MARGIN} bar")
     return "\n".join(out)
 
 
@@ -442,13 +454,9 @@ def _bm25(k1: float, b: float):
 
 
 def _query_unigrams(bench: Bench) -> Callable[[], None]:
-    """Query side also emits the CJK unigrams the documents are indexed with."""
+    """Query side also emits the CJK unigrams the documents are indexed with (full weight)."""
     from lucidrag import keyword
-    original = keyword.tokenize
-
-    def tokenize(text: str, *, query: bool = False) -> list[str]:
-        return original(text, query=False)
-    return _set_attr(keyword, "tokenize", tokenize)
+    return _set_attr(keyword, "QUERY_CJK_UNIGRAM_WEIGHT", 1.0)
 
 
 def _keyword_score_normalised(bench: Bench) -> Callable[[], None]:
@@ -493,6 +501,18 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
     return lambda: (undo(), undo_kw())
 
 
+def _module_setting(assignment: str) -> Callable[[], None]:
+    """'lucidrag.fusion.FILE_DIVERSITY=false' as a variant: set a query-time module constant."""
+    target, _, raw = assignment.partition("=")
+    module_name, _, attr = target.rpartition(".")
+    if not module_name.startswith("lucidrag") or not raw:
+        raise SystemExit(f"unknown variant {assignment!r} (a name from VARIANTS or lucidrag.MODULE.ATTR=VALUE)")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise SystemExit(f"variant {assignment!r}: {module_name} has no attribute {attr}")
+    return _set_attr(module, attr, json.loads(raw))
+
+
 VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
     "rrf": ("weighted RRF k=60 instead of the default ranking", _rrf_k(60)),
     "rrf_k=10": ("weighted RRF k=10", _rrf_k(10)),
@@ -514,8 +534,8 @@ async def run_variants(bench: Bench, names: Sequence[str], queries, qrels,
     by_name = {c.name: c for c in CONFIGS}
     for name in names:
         parts = name.split("+")  # "a+b": both changes at once
-        description = "; ".join(VARIANTS[p][0] for p in parts)
-        undos = [VARIANTS[p][1](bench) for p in parts]
+        description = "; ".join(VARIANTS[p][0] if p in VARIANTS else p for p in parts)
+        undos = [VARIANTS[p][1](bench) if p in VARIANTS else _module_setting(p) for p in parts]
 
         def undo() -> None:
             for u in reversed(undos):
@@ -569,7 +589,7 @@ def code_version() -> str:
 def model_for(dataset: str, model: str) -> str:
     if model != "auto":
         return model
-    return {"scifact": "minilm", "drcd": "e5"}[dataset]
+    return {"scifact": "minilm", "drcd": "e5", "cisi": "minilm", "cmrc": "e5"}[dataset]
 
 
 def apply_patches(patches: Sequence[str]) -> None:
@@ -720,7 +740,7 @@ def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
 # ------------------------------------------------------------------------------------ main
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="all", choices=["scifact", "drcd", "all"])
+    parser.add_argument("--dataset", default="all", help="scifact, drcd, cisi, cmrc, a comma list, or all")
     parser.add_argument("--model", default="auto", choices=["minilm", "e5", "auto"])
     parser.add_argument("--queries", type=int, default=None, help="queries per dataset (default: all)")
     parser.add_argument("--docs", type=int, default=None,
@@ -731,6 +751,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.fusion.RRF_K=20")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
                         "proposed changes patched in ('all' or a comma list of: " + ",".join(VARIANTS) + "; a+b combines)")
+    parser.add_argument("--cjk-segmenter", default="", choices=["", "rjieba"],
+                        help="index and query CJK runs with this segmenter's words instead of bigrams")
     parser.add_argument("--json", default="", help="also write the results (with per-query rankings) here")
     parser.add_argument("--scale", action="store_true", help="latency/memory at --sizes synthetic chunks instead")
     parser.add_argument("--sizes", default="10000,100000")
@@ -738,10 +760,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.code = code_version()  # lucidrag was imported just now, with the tree in this state
     apply_patches(args.patch)
+    if args.cjk_segmenter == "rjieba":
+        import rjieba  # benchmark-only; MIT, a wheel
+
+        from lucidrag import keyword
+
+        def words(run: str) -> list[str]:
+            return [w for w in rjieba.cut_for_search(run) if w.strip() and w not in keyword._CJK_STOP_CHARS]
+        keyword.cjk_terms = words
+        print("patched lucidrag.keyword.cjk_terms = rjieba.cut_for_search", file=sys.stderr)
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
         return
-    names = ["scifact", "drcd"] if args.dataset == "all" else [args.dataset]
+    names = ["scifact", "drcd", "cisi", "cmrc"] if args.dataset == "all" else args.dataset.split(",")
     out = []
     docs_arg = args.docs
     for name in names:

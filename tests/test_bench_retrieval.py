@@ -46,7 +46,7 @@ def test_core_runs_every_configuration_on_a_tiny_set():
                                              prewarm=recorded.extend))
     assert [r.config.name for r in results] == [c.name for c in br.CONFIGS]
     assert recorded and len(recorded) == len(set(recorded))  # the dry run saw the texts to embed
-    assert set(bench.chunks) == {"naive", "lucid"} and all(n >= 20 for n in bench.chunks.values())
+    assert set(bench.chunks) == {"naive", "lucid", "doc"} and all(n >= 20 for n in bench.chunks.values())
     by = {r.config.name: r for r in results}
     assert by["keyword"].ndcg10 > 0.9  # the code names the doc exactly
     for r in results:

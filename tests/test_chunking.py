@@ -89,3 +89,89 @@ def test_parent_child_children_point_at_a_bounded_parent_containing_them():
         assert len(chunk.text) <= 128
         assert chunk.text in result.parents[chunk.parent]
     assert len(result.chunks) > len(result.parents)
+
+
+# ---------------------------------------------------------------- packing invariants (issue 11)
+import random  # noqa: E402
+
+_EN_WORDS = ("descaling pump boiler gasket warranty filter pressure steam valve grinder water "
+             "temperature cycle cleaning brew portafilter tamper reservoir heating element").split()
+_ZH_WORDS = ["除垢", "水箱", "蒸汽", "压力", "滤网", "保修", "加热", "研磨", "清洁", "咖啡", "温度", "阀门"]
+
+
+def _sentence(rng: random.Random, zh: bool) -> str:
+    if zh:
+        return "".join(rng.choice(_ZH_WORDS) for _ in range(rng.randint(3, 40))) + rng.choice("。！？")
+    words = [rng.choice(_EN_WORDS) for _ in range(rng.randint(2, 30))]
+    return " ".join(words).capitalize() + rng.choice(".!?")
+
+
+def _document(rng: random.Random) -> Document:
+    sections = []
+    for s in range(rng.randint(1, 4)):
+        zh = rng.random() < 0.4
+        paragraphs = [(" " if not zh else "").join(_sentence(rng, zh) for _ in range(rng.randint(1, 8)))
+                      for _ in range(rng.randint(1, 6))]
+        sections.append(Section("\n\n".join(paragraphs), ("Zephyr-9 Manual", f"Part {s}")))
+    return Document(tuple(sections), "docx")
+
+
+def _locate(chunks, text: str) -> list[tuple[int, int]]:
+    """Positions of consecutive chunks in `text`, each found at or after the previous start."""
+    spans, at = [], 0
+    for chunk in chunks:
+        start = text.index(chunk.text, at)
+        spans.append((start, start + len(chunk.text)))
+        at = start + 1
+    return spans
+
+
+def test_packed_chunks_cover_each_section_once_and_none_is_a_fragment():
+    rng = random.Random(11)
+    s = settings()  # 512 / 64
+    for _ in range(150):
+        doc = _document(rng)
+        chunks = chunk_document(doc, s).chunks
+        for section in doc.sections:
+            own = [c for c in chunks if c.headings == section.headings]
+            text = section.text.strip()
+            spans = _locate(own, text)
+            # covered exactly once apart from the declared overlap: no gap but whitespace, and a
+            # chunk repeats at most chunk_overlap characters of the one before it
+            assert spans[0][0] == 0 and spans[-1][1] == len(text)
+            for (_, prev_end), (start, _) in zip(spans, spans[1:]):
+                assert prev_end - start <= s.chunk_overlap
+                assert not text[prev_end:start].strip()
+            if len(text) <= s.chunk_size * 1.25:
+                assert len(own) == 1  # a section up to 1.25 x chunk_size is one chunk
+            else:
+                assert all(s.chunk_size // 4 <= len(c.text) <= s.chunk_size for c in own)
+
+
+def test_characters_sent_to_the_embedding_model_stay_close_to_the_document_text():
+    rng = random.Random(7)
+    s = settings()
+    for _ in range(60):
+        doc = _document(rng)
+        embedded = sum(len(c.embed_text) for c in chunk_document(doc, s).chunks)
+        assert embedded <= 1.15 * len(doc.text) + 40 * len(doc.sections)  # + one heading line each
+
+
+def test_a_title_line_stays_with_its_text_and_no_short_tail_is_left():
+    # the issue's example: a 740-character abstract became chunks of 58, 512 and 167 characters
+    abstract = " ".join([EN.split(". ")[i % 3] + "." for i in range(14)])[:740].rsplit(".", 1)[0] + "."
+    text = "Structure-aware chunking for retrieval\n\n" + abstract
+    chunks = chunk_document(Document((Section(text),), "text"), settings()).chunks
+    assert all(c.headings == ("Structure-aware chunking for retrieval",) for c in chunks)
+    assert all(c.embed_text.startswith("Structure-aware chunking for retrieval\n") for c in chunks)
+    assert all(len(c.text) >= 128 for c in chunks), [len(c.text) for c in chunks]
+    short = "Short title\n\n" + abstract[:600]
+    (only,) = chunk_document(Document((Section(short),), "text"), settings()).chunks
+    assert only.text == abstract[:600].strip() and only.heading == "Short title"
+
+
+def test_a_first_line_that_is_a_sentence_is_not_taken_for_a_title():
+    text = "Call the service desk first.\n\n" + EN
+    chunks = chunk_document(Document((Section(text),), "text"), settings()).chunks
+    assert all(not c.headings for c in chunks)
+    assert chunks[0].text.startswith("Call the service desk first.")

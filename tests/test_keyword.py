@@ -12,6 +12,7 @@ from lucidrag.keyword import (
     decode_tokenized,
     encode_tokenized,
     normalise_scores,
+    query_terms,
     stem,
     tokenize,
     tokenize_chunks,
@@ -417,11 +418,11 @@ def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0
 
     avgdl = sum(length(tf) for _, tf in docs) / n
     out = {}
-    for term in dict.fromkeys(tokenize(query, query=True)):
+    for term, share in query_terms(query).items():  # the forms of one code share one weight
         df = sum(1 for _, tf in docs if term in tf)
         if not df:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        idf = share * math.log(1 + (n - df + 0.5) / (df + 0.5))
         for cid, tfs in docs:
             if term in tfs:
                 tf, dl = min(tfs[term], 255), length(tfs)

@@ -1,0 +1,47 @@
+"""How a benchmark collection is chunked: chunk count, share of fragments, embedding overhead.
+
+    python scripts/chunk_stats.py scifact cisi drcd cmrc
+
+Each document goes through the real text parser and chunker (title + blank line + text, as
+scripts/bench_retrieval.py uploads it) with the default creation settings. Prints chunks,
+documents cut into several chunks, mean chunk length, characters sent to the embedding model
+÷ characters of document text, and chunks (embed text) shorter than 128 characters.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.datasets import load_dataset  # noqa: E402
+from lucidrag.chunking import chunk_document  # noqa: E402
+from lucidrag.parsing.text import parse_text  # noqa: E402
+from lucidrag.settings import parse_creation_settings  # noqa: E402
+
+
+def main(names: list[str]) -> None:
+    settings = parse_creation_settings({"embedding_model_uuid": "m"})
+    for name in names:
+        ds = load_dataset(name)
+        lengths: list[int] = []
+        embedded = source = small = multi = 0
+        for title, text in ds.corpus.values():
+            document = parse_text((f"{title}\n\n{text}" if title else text).encode(), ".txt")
+            chunks = chunk_document(document, settings).chunks
+            source += len(document.text)
+            multi += len(chunks) > 1
+            for chunk in chunks:
+                lengths.append(len(chunk.text))
+                embedded += len(chunk.embed_text)
+                small += len(chunk.embed_text) < 128
+        print(f"{name}: {len(lengths):,} chunks from {len(ds.corpus):,} docs ({multi:,} cut), mean "
+              f"{statistics.mean(lengths):.0f} chars, embedded/doc chars {embedded / source:.3f}, "
+              f"chunks < 128 chars {small:,} ({small / len(lengths):.1%})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["scifact", "drcd"])

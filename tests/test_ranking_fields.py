@@ -1,0 +1,131 @@
+"""Issue 11: a title shared by every chunk must not outweigh the body match (BM25F-style heading
+field), and equal fused scores are broken by the body match."""
+
+from __future__ import annotations
+
+from tests.conftest import Harness
+
+KB = "kb-fields"
+
+ZEPHYR = """# Zephyr-9 Espresso Machine Manual
+
+## Installation
+
+Unpack the Zephyr-9 and place it on a flat, dry surface away from the sink. Connect the power cord
+to a grounded outlet. Fill the water tank up to the MAX mark. The first heating takes about two
+minutes; the cycle ends when the ready light stops blinking.
+
+## Descaling
+
+Limescale builds up in the boiler. Fill the tank with one litre of water and a sachet of descaler,
+put a large bowl under the group head and hold the steam button for five seconds. The descaling
+program then runs by itself; the whole cycle takes about 25 minutes and ends with three beeps.
+
+## Warranty
+
+The Zephyr-9 is covered for two years from the date of purchase. Damage caused by limescale is
+not covered when the machine was not descaled as described in this manual. Keep the receipt.
+
+## Cleaning
+
+Rinse the drip tray and the portafilter after each brewing cycle. Wipe the steam wand with a damp
+cloth right after use. Never put parts of the Zephyr-9 in the dishwasher.
+"""
+
+OTHERS = {
+    "grinder.md": """# Aurora-3 Coffee Grinder Manual
+
+## Grinding
+
+Turn the dial to choose the grind size. Fine grounds suit espresso; coarse grounds suit a French
+press. One grinding cycle takes ten to fifteen seconds.
+
+## Cleaning
+
+Empty the hopper and brush the burrs once a month. Do not use water on the burrs.
+""",
+    "kettle.md": """# Boreal Kettle Manual
+
+## Descaling
+
+Boil a mixture of water and vinegar, let it stand for an hour and rinse twice. Descale the kettle
+every month in hard-water areas.
+
+## Safety
+
+Never immerse the base in water. Unplug the kettle before cleaning.
+""",
+}
+
+QUERY = "How long does the descaling cycle of the Zephyr-9 take?"
+
+
+async def _ingest_manuals(harness: Harness) -> None:
+    await harness.ingest(KB, "zephyr-9.md", ZEPHYR.encode())
+    for name, text in OTHERS.items():
+        await harness.ingest(KB, name, text.encode())
+
+
+async def _headings(harness: Harness, mode: str) -> list[str]:
+    response = await harness.retrieve(KB, QUERY, settings={"search_mode": mode, "top_k": 3})
+    return [entry.metadata["heading"] for entry in response.results]
+
+
+async def test_the_section_that_answers_comes_first_although_every_chunk_shares_the_title(harness: Harness):
+    await _ingest_manuals(harness)
+    for mode in ("keyword", "hybrid"):
+        headings = await _headings(harness, mode)
+        assert headings[0] == "Zephyr-9 Espresso Machine Manual › Descaling", (mode, headings)
+
+
+async def test_naming_the_product_does_not_push_the_answer_down(harness: Harness):
+    await _ingest_manuals(harness)
+    without = await harness.retrieve(KB, "How long does the descaling cycle take?",
+                                     settings={"search_mode": "keyword", "top_k": 3})
+    assert without.results[0].metadata["heading"] == "Zephyr-9 Espresso Machine Manual › Descaling"
+    assert (await _headings(harness, "keyword"))[0] == without.results[0].metadata["heading"]
+
+
+def test_equal_fused_rank_goes_to_the_better_body_match():
+    from lucidrag.fusion import Candidate, fuse, single
+
+    title_only = Candidate("title-only", 0.6, strength=2.0, body=0.0)
+    answers = Candidate("answers", 0.6, strength=2.0, body=0.5)
+    vector = [Candidate("title-only", 0.7), Candidate("answers", 0.7)]
+    assert [f.chunk_id for f in fuse(vector, [title_only, answers], 0.5)][0] == "answers"
+    assert [f.chunk_id for f in single([title_only, answers], from_vector=False)][0] == "answers"
+
+
+def test_a_title_term_in_every_chunk_counts_less_than_the_body_but_still_tells_files_apart():
+    from lucidrag.keyword import BM25Index
+
+    index = BM25Index()
+    title = "Zephyr-9 Manual"
+    index.add("zephyr", [(f"z{i}", f"{title}\n{body}", title) for i, body in enumerate(
+        ["Unpack and place on a flat surface.", "Descaling takes 25 minutes.", "Two years warranty."])])
+    index.add("kettle", [("k0", "Kettle Manual\nDescaling with vinegar takes an hour.", "Kettle Manual")])
+    assert index.search("zephyr-9 descaling", 4)[0][0] == "z1"  # title and body beat body alone
+    ranked = [cid for cid, _ in index.search("zephyr-9 warranty", 4)]
+    assert ranked[0] == "z2" and "k0" not in ranked
+
+
+def test_a_flat_list_counts_less_than_one_whose_best_candidates_stand_out():
+    from lucidrag.fusion import Candidate, fuse
+
+    # vector: "x" barely ahead of nine near-equal cosines; keyword: "y" and "x" far above the rest
+    vector = [Candidate("x", 0.90), Candidate("y", 0.89)] + [Candidate(f"v{i}", 0.89) for i in range(8)]
+    vector.append(Candidate("far", 0.80))
+    keyword = [Candidate("y", 0.9, strength=10.0), Candidate("x", 0.8, strength=9.5)]
+    keyword += [Candidate(f"k{i}", 0.1, strength=0.0) for i in range(8)]
+    assert fuse(vector, keyword, 0.5)[0].chunk_id == "y"
+
+
+async def test_hybrid_top_k_shows_one_passage_per_file_before_second_passages(harness: Harness):
+    steps = "\n\n".join(f"## Step {i}\n\nDescale the boiler: step {i} of the descaling routine, "
+                        f"with citric acid and warm water, repeated {i} times." for i in range(4))
+    await harness.ingest(KB, "descaling.md", f"# Descaling guide\n\n{steps}".encode())
+    await harness.ingest(KB, "kettle.txt", b"Descale the kettle with citric acid once a month.")
+    response = await harness.retrieve(KB, "descale the boiler with citric acid",
+                                      settings={"search_mode": "hybrid", "top_k": 2})
+    files = [entry.metadata["file_id"] for entry in response.results]
+    assert len(set(files)) == 2, [entry.metadata["heading"] for entry in response.results]

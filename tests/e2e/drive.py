@@ -285,24 +285,7 @@ def upload_files(api: Api, kb: KB, files: list[dict], timeout_s: float) -> None:
                           "expect": expect, "rec": None, "facts": fe.get("facts") or [], "t0": time.time(),
                           "seen": [], "bad": bool(fe.get("bad"))}
         pending[name] = kb.files[name]
-    deadline = time.time() + timeout_s
-    while pending and time.time() < deadline:
-        recs = list_files(api, kb.uuid) or []
-        by_upload = {r.get("file_name"): r for r in recs}
-        for name in list(pending):
-            fe = pending[name]
-            rec = by_upload.get(fe["upload_id"])
-            if rec is None:
-                continue
-            fe["rec"] = rec
-            st = rec.get("status")
-            if not fe["seen"] or fe["seen"][-1] != st:
-                fe["seen"].append(st)
-            if st in TERMINAL:
-                fe["secs"] = time.time() - fe["t0"]
-                del pending[name]
-        if pending:
-            time.sleep(0.5)
+    pending = wait_terminal(api, kb.uuid, kb.files, set(pending), timeout_s)
     for name, fe in kb.files.items():
         rec = fe["rec"] or {}
         st = rec.get("status", "<no record>")
@@ -790,6 +773,30 @@ def check_retrieval_settings(api: Api, kb: KB, sc: dict, rs: dict, kbs: list[KB]
 
 
 # ----------------------------------------------------------------------------- main
+
+
+def wait_terminal(api: Api, kb_uuid: str, files: dict[str, dict], pending: set[str], timeout_s: float) -> set[str]:
+    """Poll the KB's file list until every file named in `pending` is terminal, filling each entry's
+    rec / seen (status history) / secs. Returns the names still not terminal at the timeout."""
+    pending = set(pending)
+    deadline = time.time() + timeout_s
+    while pending and time.time() < deadline:
+        by_upload = {r.get("file_name"): r for r in (list_files(api, kb_uuid) or [])}
+        for name in list(pending):
+            fe = files[name]
+            rec = by_upload.get(fe["upload_id"])
+            if rec is None:
+                continue
+            fe["rec"] = rec
+            st = rec.get("status")
+            if not fe["seen"] or fe["seen"][-1] != st:
+                fe["seen"].append(st)
+            if st in TERMINAL:
+                fe["secs"] = time.time() - fe["t0"]
+                pending.discard(name)
+        if pending:
+            time.sleep(0.5)
+    return pending
 
 
 def wait_api(api: Api, timeout: float) -> bool:

@@ -26,7 +26,6 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-TERMINAL = ("completed", "failed", "interrupted")
 GENERIC_FAIL = "Plugin ingestion returned failed status"
 STAGE_TIMEOUT_S = 240
 FLAKY_RATE, FLAKY_SEED, FLAKY_SLOW_S = 0.2, 7, 2.0
@@ -134,23 +133,7 @@ class Stages:
         pending = {n for n, fe in files.items() if fe.get("task_id") is not None}
         for fe in files.values():
             fe.setdefault("seen", [])
-        deadline = time.time() + timeout
-        while pending and time.time() < deadline:
-            by_upload = {r.get("file_name"): r for r in (self.d.list_files(self.api, kb) or [])}
-            for name in list(pending):
-                fe = files[name]
-                rec = by_upload.get(fe["upload_id"])
-                if rec is None:
-                    continue
-                fe["rec"] = rec
-                st = rec.get("status")
-                if not fe["seen"] or fe["seen"][-1] != st:
-                    fe["seen"].append(st)
-                if st in TERMINAL:
-                    fe["secs"] = time.time() - fe["t0"]
-                    pending.discard(name)
-            if pending:
-                time.sleep(0.5)
+        self.d.wait_terminal(self.api, kb, files, pending, timeout)
 
     def task_message(self, fe: dict) -> str:
         task = self.d.get_task(self.api, fe["task_id"]) if fe.get("task_id") is not None else None
@@ -285,7 +268,7 @@ class Stages:
             if file_id is None or time.time() - polled > 0.5:
                 rec = next((r for r in self.d.list_files(self.api, kb) or [] if r.get("file_name") == f["upload_id"]), None)
                 file_id, status, polled = (rec or {}).get("uuid"), (rec or {}).get("status", ""), time.time()
-                if status in TERMINAL:
+                if status in self.d.TERMINAL:
                     break
             if file_id:
                 written = self.file_vectors(file_id) or 0
@@ -303,7 +286,7 @@ class Stages:
         rec, t0 = {}, time.time()
         while time.time() - t0 < 60:
             rec = next((r for r in self.d.list_files(self.api, kb) or [] if r.get("uuid") == file_id), {})
-            if rec.get("status") in TERMINAL:
+            if rec.get("status") in self.d.TERMINAL:
                 break
             time.sleep(0.5)
         orphans = self.file_texts(file_id) or []

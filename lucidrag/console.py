@@ -33,7 +33,7 @@ from .settings import (
     creation_problems,
 )
 from .storage_keys import failure_file_ids, journal_file_ids, kb_ids, record_file_ids
-from .store import KbStore
+from .store import KbStore, list_keys
 from .vectorscan import LIST_PAGE, LIST_WINDOW
 
 logger = logging.getLogger(__name__)
@@ -110,11 +110,11 @@ class Console:
     # ------------------------------------------------------------------ scope
     async def _storage_keys(self) -> list[str]:
         if self._keys is None:
-            try:
-                self._keys = list(await self.host.get_plugin_storage_keys())
-            except Exception as error:  # noqa: BLE001
-                raise ConsoleError(f"LangBot's plugin storage is not answering ({describe(error)}); the console "
-                                   "needs it to find this installation's knowledge bases.") from error
+            snapshot = await list_keys(self.host)
+            if snapshot is None:
+                raise ConsoleError("LangBot's plugin storage is not answering; the console needs it to find "
+                                   "this installation's knowledge bases.")
+            self._keys = list(snapshot.keys)
         return self._keys
 
     async def knowledge_bases(self) -> list[KbRef]:

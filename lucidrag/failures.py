@@ -18,6 +18,7 @@ from typing import Any
 
 from .host import HostApi, describe
 from .saved_settings import save_creation_settings
+from .store import delete_value, get_value, put_value
 from .storage_keys import failure_file_ids, failure_key
 
 logger = logging.getLogger(__name__)
@@ -56,22 +57,12 @@ async def record_failure(host: HostApi, kb_id: str, file_id: str, reason: str, f
     record = FailureRecord(file_id, reason[:MAX_REASON], fmt,
                            document_name or f"{(fmt or 'unknown').upper()} file, "
                            f"{time.strftime('%Y-%m-%d', time.gmtime())}", time.time())
-    try:
-        await host.set_plugin_storage(failure_key(kb_id, file_id), record.to_bytes())
-        return True
-    except Exception as error:  # noqa: BLE001 - storage is best effort; the hook must not fail
-        logger.warning("kb=%s file=%s: could not remember why the file failed (%s)", kb_id, file_id,
-                       describe(error))
-        return False
+    return await put_value(host, failure_key(kb_id, file_id), record.to_bytes(),
+                           f"why file {file_id} of kb {kb_id} failed")
 
 
 async def forget_failure(host: HostApi, kb_id: str, file_id: str) -> bool:
-    try:
-        await host.delete_plugin_storage(failure_key(kb_id, file_id))
-        return True
-    except Exception as error:  # noqa: BLE001
-        logger.info("kb=%s file=%s: could not remove the failure record (%s)", kb_id, file_id, describe(error))
-        return False
+    return await delete_value(host, failure_key(kb_id, file_id), f"the failure record of file {file_id} in kb {kb_id}")
 
 
 async def list_failures(host: HostApi, kb_id: str, keys: list[str]) -> list[FailureRecord]:
@@ -79,10 +70,12 @@ async def list_failures(host: HostApi, kb_id: str, keys: list[str]) -> list[Fail
     listing of plugin storage keys (the caller lists once for everything it shows)."""
     out: list[FailureRecord] = []
     for file_id in failure_file_ids(keys, kb_id):
+        blob = await get_value(host, failure_key(kb_id, file_id))
         try:
-            out.append(FailureRecord.from_bytes(await host.get_plugin_storage(failure_key(kb_id, file_id))))
-        except Exception as error:  # noqa: BLE001
-            logger.info("kb=%s file=%s: unreadable failure record (%s)", kb_id, file_id, describe(error))
+            if blob is not None:
+                out.append(FailureRecord.from_bytes(blob))
+        except (ValueError, KeyError, TypeError) as error:
+            logger.info("kb=%s file=%s: unreadable failure record (%s)", kb_id, file_id, error)
     out.sort(key=lambda r: r.failed_at, reverse=True)
     return out
 

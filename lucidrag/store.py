@@ -77,7 +77,7 @@ async def list_keys(host: HostApi) -> KeySnapshot | None:
         return None
 
 
-async def _set(host: HostApi, key: str, value: bytes, what: str) -> bool:
+async def put_value(host: HostApi, key: str, value: bytes, what: str) -> bool:
     try:
         await host.set_plugin_storage(key, value)
         return True
@@ -86,7 +86,7 @@ async def _set(host: HostApi, key: str, value: bytes, what: str) -> bool:
         return False
 
 
-async def _get(host: HostApi, key: str) -> bytes | None:
+async def get_value(host: HostApi, key: str) -> bytes | None:
     """The value, or None when the key is missing or storage failed."""
     try:
         return await host.get_plugin_storage(key) or None
@@ -94,7 +94,7 @@ async def _get(host: HostApi, key: str) -> bytes | None:
         return None
 
 
-async def _delete(host: HostApi, key: str, what: str) -> bool:
+async def delete_value(host: HostApi, key: str, what: str) -> bool:
     try:
         await host.delete_plugin_storage(key)
         return True
@@ -126,19 +126,19 @@ class KbStore:
         file_id = record.file_id
         what = f"the record of file {file_id} in kb {self.kb_id}"
         if len(blob) <= PART_SIZE:
-            return await _set(self.host, file_record_key(self.kb_id, file_id), _SINGLE + blob, what)
+            return await put_value(self.host, file_record_key(self.kb_id, file_id), _SINGLE + blob, what)
         parts = [blob[i : i + PART_SIZE] for i in range(0, len(blob), PART_SIZE)]
         for n, part in enumerate(parts):
-            if not await _set(self.host, file_record_part_key(self.kb_id, file_id, n), part, what):
+            if not await put_value(self.host, file_record_part_key(self.kb_id, file_id, n), part, what):
                 return False
-        return await _set(self.host, file_record_key(self.kb_id, file_id), _PARTS + str(len(parts)).encode(), what)
+        return await put_value(self.host, file_record_key(self.kb_id, file_id), _PARTS + str(len(parts)).encode(), what)
 
     async def load_record(self, file_id: str) -> FileRecord | None:
         return decode_record(self.kb_id, file_id, await self.load_record_blob(file_id))
 
     async def load_record_blob(self, file_id: str) -> bytes | None:
         """The stored record, still encoded (decode it with `decode_record`, off the event loop)."""
-        head = await _get(self.host, file_record_key(self.kb_id, file_id))
+        head = await get_value(self.host, file_record_key(self.kb_id, file_id))
         if not head or head[:1] == _SINGLE:
             return head[1:] if head else None
         if head[:1] != _PARTS or not head[1:].isdigit():
@@ -146,7 +146,7 @@ class KbStore:
             return None
         parts = []
         for n in range(int(head[1:])):
-            part = await _get(self.host, file_record_part_key(self.kb_id, file_id, n))
+            part = await get_value(self.host, file_record_part_key(self.kb_id, file_id, n))
             if part is None:
                 logger.warning("kb=%s file=%s: part %d of the file record is missing", self.kb_id, file_id, n)
                 return None
@@ -155,17 +155,17 @@ class KbStore:
 
     async def delete_record(self, file_id: str) -> bool:
         key = file_record_key(self.kb_id, file_id)
-        head = await _get(self.host, key) or b""
+        head = await get_value(self.host, key) or b""
         what = f"the record of file {file_id} in kb {self.kb_id}"
         if head[:1] == _PARTS:
             for n in range(int(head[1:])):
-                if not await _delete(self.host, file_record_part_key(self.kb_id, file_id, n), what):
+                if not await delete_value(self.host, file_record_part_key(self.kb_id, file_id, n), what):
                     return False
-        return await _delete(self.host, key, what)
+        return await delete_value(self.host, key, what)
 
     # ---------------------------------------------------------------- meta
     async def load_meta(self) -> KbMeta | None:
-        raw = await _get(self.host, meta_key(self.kb_id))
+        raw = await get_value(self.host, meta_key(self.kb_id))
         try:
             data = json.loads(raw) if raw else None
         except ValueError:
@@ -181,17 +181,17 @@ class KbStore:
 
     async def save_meta(self, meta: KbMeta) -> bool:
         payload = {"metric": meta.metric.value if meta.metric else None, "vectors": meta.has_vectors}
-        return await _set(self.host, meta_key(self.kb_id), json.dumps(payload).encode(),
+        return await put_value(self.host, meta_key(self.kb_id), json.dumps(payload).encode(),
                           f"the metadata of kb {self.kb_id}")
 
     # ---------------------------------------------------------------- ingest journal
     async def write_journal(self, entry: JournalEntry) -> bool:
         payload = {"chunks": entry.chunks, "since": time.time()}
-        return await _set(self.host, journal_key(self.kb_id, entry.file_id), json.dumps(payload).encode(),
+        return await put_value(self.host, journal_key(self.kb_id, entry.file_id), json.dumps(payload).encode(),
                           f"the ingest journal of file {entry.file_id} in kb {self.kb_id}")
 
     async def read_journal(self, file_id: str) -> JournalEntry | None:
-        raw = await _get(self.host, journal_key(self.kb_id, file_id))
+        raw = await get_value(self.host, journal_key(self.kb_id, file_id))
         try:
             data = json.loads(raw) if raw else None
             return JournalEntry(file_id, int(data["chunks"])) if isinstance(data, dict) else None
@@ -199,7 +199,7 @@ class KbStore:
             return JournalEntry(file_id, 0)  # unreadable: treat as "nothing confirmed written"
 
     async def delete_journal(self, file_id: str) -> bool:
-        return await _delete(self.host, journal_key(self.kb_id, file_id),
+        return await delete_value(self.host, journal_key(self.kb_id, file_id),
                              f"the ingest journal of file {file_id} in kb {self.kb_id}")
 
     # ---------------------------------------------------------------- the whole KB
@@ -211,9 +211,9 @@ class KbStore:
         keys = sorted(keys_of_kb(list(snapshot.keys), self.kb_id), key=lambda k: k == pending_kb_delete_key(self.kb_id))
         ok = True
         for key in keys:
-            ok = await _delete(self.host, key, f"key {key}") and ok
+            ok = await delete_value(self.host, key, f"key {key}") and ok
         return ok
 
     async def mark_delete_pending(self) -> bool:
-        return await _set(self.host, pending_kb_delete_key(self.kb_id), json.dumps({"since": time.time()}).encode(),
+        return await put_value(self.host, pending_kb_delete_key(self.kb_id), json.dumps({"since": time.time()}).encode(),
                           f"the pending-deletion marker of kb {self.kb_id}")

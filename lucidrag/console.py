@@ -42,6 +42,7 @@ PREVIEW_CHARS = 600  # of each chunk in the preview
 MAX_PREVIEW = 200  # chunks per preview request
 SCAN_PAGES = 20  # vector_list pages an orphan scan reads at most (LIST_PAGE items each)
 SEARCH_TOP_K = 10
+MAX_LISTED_FILES = 500  # files whose records a file list reads (a KB may hold 50,000)
 REPAIR_BUDGET_S = 20.0  # a repair request may spend this long retrying storage writes
 
 
@@ -163,20 +164,24 @@ class Console:
         state = await self._state(ref.kb_id)
         failures = await list_failures(self.host, ref.kb_id, keys)
         interrupted = journal_file_ids(keys, ref.kb_id)
+        known = state.known_files()
+        listed = sorted(known)[:MAX_LISTED_FILES]
+        records = await state.file_records(self.host, ref.kb_id, listed)
         files = [_file_row(record, "unsaved" if fid in state.unsaved else "ready")
-                 for fid, record in sorted(state.files.items(), key=lambda kv: kv[1].name.lower())]
-        files += [_failure_row(f) for f in failures if f.file_id not in state.files]
+                 for fid, record in sorted(records.items(), key=lambda kv: kv[1].name.lower())]
+        files += [_failure_row(f) for f in failures if f.file_id not in known]
         files += [{"file_id": fid, "title": "", "format": "", "status": "interrupted", "chunks": 0,
                    "pages": "", "reason": "The plugin stopped while this file was being written "
                    "(LangBot shows it as interrupted).",
                    "advice": "Remove the vectors it left (button), then upload the file again. LangBot "
                    "itself refuses to delete an interrupted file.", "advice_key": "interrupted"}
-                  for fid in interrupted if fid not in state.files]
+                  for fid in interrupted if fid not in known]
         settings = await load_creation_settings(self.host, ref.kb_id)
         return {
             "kb_id": ref.kb_id,
             "name": ref.name or ref.kb_id,
             "files": files,
+            "files_not_listed": max(0, len(known) - len(listed)),
             "health": _health(state, interrupted, len(failures)),
             "settings": _settings_view(settings),
         }
@@ -184,7 +189,9 @@ class Console:
     async def chunks(self, body: Mapping[str, Any]) -> dict[str, Any]:
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        record = state.files.get(str(body.get("file_id") or ""))
+        file_id = str(body.get("file_id") or "")
+        record = (await state.file_records(self.host, ref.kb_id, [file_id])).get(file_id) \
+            if file_id in state.known_files() else None
         if record is None:
             raise ConsoleError("This file has no chunks in this knowledge base (failed, deleted or never ingested).")
         offset = max(0, _int(body.get("offset"), 0))
@@ -230,7 +237,7 @@ class Console:
         (a crash mid-upload, a rollback that failed). Bounded to SCAN_PAGES pages."""
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        if state.fresh and not state.files:
+        if state.fresh and not state.known_files():
             # Listing would make LangBot's Milvus adapter create a wrong-dimension collection.
             return {"orphans": [], "complete": True, "scanned": 0}
         counts: dict[str, int] = {}
@@ -252,7 +259,8 @@ class Console:
             if len(items) < LIST_PAGE:
                 complete = True
                 break
-        orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items()) if fid not in state.files]
+        known = state.known_files()
+        orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items()) if fid not in known]
         return {"orphans": orphans, "complete": complete, "scanned": scanned}
 
     # ------------------------------------------------------------------ repairs
@@ -271,7 +279,7 @@ class Console:
         state = await self._state(kb_id)
         if not file_id:
             raise ConsoleError("Choose the file whose vectors should be removed.")
-        if file_id in state.files and file_id not in journal_file_ids(await self._storage_keys(), kb_id):
+        if file_id in state.known_files() and file_id not in journal_file_ids(await self._storage_keys(), kb_id):
             raise ConsoleError("This file is ingested and searchable; delete it in LangBot instead.")
         try:  # the same path as LangBot's delete: vectors, then record and journal entry
             await self.engine.delete_document(self.host, self.installation_id, kb_id, file_id)
@@ -290,10 +298,10 @@ class Console:
     async def _rebuild_from_vector_db(self, kb_id: str) -> dict[str, Any]:
         state = await self._state(kb_id)
         try:
-            files = await state.rebuild_from_vector_db(self.host, kb_id)
+            complete = await state.rebuild_from_vector_db(self.host, kb_id, time.monotonic() + REPAIR_BUDGET_S)
         except Exception as error:  # noqa: BLE001
             raise ConsoleError(f"The vector database could not be read: {describe(error)}. Try again.") from error
-        return {"files": files, "chunks": len(state.chunks)}
+        return {"files": len(state.known_files()), "chunks": len(state.index), "complete": complete}
 
 
 # ---------------------------------------------------------------------- views
@@ -341,10 +349,11 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
 
 def _health(state: KnowledgeBaseState, interrupted: list[str], failed: int) -> dict[str, Any]:
     return {
-        "files": len(state.files),
-        "chunks": sum(len(r.chunks) for r in state.files.values()),
+        "files": len(state.known_files()),
+        "chunks": len(state.index),
         "keyword_index_chunks": len(state.index),
-        "index_state": "ready" if state.files else "empty",
+        "index_state": "rebuilding" if state.indexing else "ready" if state.known_files() else "empty",
+        "files_to_index": len(state.to_index),
         "distance_metric": state.metric.value if state.metric else "",
         "unsaved_records": sorted(state.unsaved),
         "interrupted_files": interrupted,

@@ -77,9 +77,11 @@ class Engine:
 
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
         inst = self.installation(installation_id)
+        state = inst.kb(request.kb_id)
+        await state.ensure_loaded(host, request.collection_id, index_now=False)
         await self._upkeep(host, inst, "ingest")
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
-        return await ingest_file(host, inst.kb(request.kb_id), embedder, request)
+        return await ingest_file(host, state, embedder, request)
 
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
                        query: str, creation_settings: Mapping[str, Any],
@@ -91,7 +93,7 @@ class Engine:
         state = inst.kb(kb_id)
         await state.ensure_loaded(host, collection_id)
         await self._upkeep(host, inst, "retrieve", first=state)
-        if state.fresh and not state.files:
+        if state.fresh and not state.known_files():
             return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
@@ -101,6 +103,7 @@ class Engine:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
+        await state.ensure_loaded(host, kb_id, index_now=False)
         try:
             await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
         except Exception as error:  # noqa: BLE001
@@ -123,7 +126,7 @@ class Engine:
         snapshot = await list_keys(host)
         file_ids = set(snapshot.record_ids(kb_id) if snapshot else [])
         if state is not None:
-            file_ids.update(state.files)
+            file_ids.update(state.known_files())
         meta = await store.load_meta()
         never_written = (not file_ids and meta is not None and meta.has_vectors is False
                          and (state is None or state.has_vectors is not True))
@@ -159,8 +162,7 @@ class Engine:
                 if time.monotonic() >= deadline:
                     return
                 if state.needs_upkeep():
-                    await state.flush(KbStore(host, state.kb_id), deadline)
-                    await state.reconcile(host, state.kb_id, deadline)
+                    await state.upkeep(host, state.kb_id, deadline)  # collection id = KB uuid
         except Exception as error:  # noqa: BLE001 - unfinished work must never fail the hook itself
             logger.warning("unfinished work could not continue now (%s); will retry", describe(error))
 

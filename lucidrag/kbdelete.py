@@ -35,10 +35,10 @@ class KbDeletion:
     async def run(self, host: HostApi, deadline: float) -> bool:
         """Steps until done or past `deadline`. Returns whether the KB is gone."""
         while not self.done and time.monotonic() < deadline:
-            await self.step(host)
+            await self.step(host, deadline)
         return self.done
 
-    async def step(self, host: HostApi) -> None:
+    async def step(self, host: HostApi, deadline: float) -> None:
         if self.position < len(self.known):
             await self._delete_known_batch(host)
             return
@@ -56,7 +56,8 @@ class KbDeletion:
             return
         if items:
             logger.warning("kb=%s: %d vectors without a deletable file id are left", self.kb_id, len(items))
-        await KbStore(host, self.kb_id).delete_everything()
+        if not await KbStore(host, self.kb_id).delete_everything(deadline):
+            return  # plugin-storage keys left (budget, or storage failed): the next run continues
         self.done = True
         logger.info("kb=%s: knowledge base removed (%d files, %.1f s)", self.kb_id, self.deleted,
                     time.monotonic() - self.started)

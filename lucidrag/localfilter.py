@@ -30,14 +30,17 @@ class Selection:
     chunk_count: int  # chunks in the selected files
 
 
-def select(state: KnowledgeBaseState, where: Mapping[str, Any]) -> Selection:
+async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, where: Mapping[str, Any]) -> Selection:
+    """A filter on `file_id` alone needs only the index; one on chunk metadata reads the records
+    of every file (plugin storage, through the state's record cache), so it costs more."""
     if fields_of(where) <= {"file_id"}:
-        files = {f for f in state.files if matches(where, {"file_id": f})}
-        return Selection(files, None, sum(len(state.files[f].chunks) for f in files))
+        files = {f for f in state.known_files() if matches(where, {"file_id": f})}
+        return Selection(files, None, sum(state.index.chunk_count(f) for f in files))
     chunk_ids: set[str] = set()
     files: set[str] = set()
     total = 0
-    for record in state.files.values():
+    records = await state.file_records(host, collection_id, sorted(state.known_files()))
+    for record in records.values():
         hit = [c.chunk_id for c in record.chunks if matches(where, c.metadata(record.format))]
         if hit:
             chunk_ids.update(hit)
@@ -63,7 +66,7 @@ class LocalFilterHost:
             return await self._host.vector_search(collection_id, query_vector, top_k=top_k,
                                                   search_type=search_type, query_text=query_text,
                                                   vector_weight=vector_weight)
-        selection = select(self._state, filters)
+        selection = await select(self._host, self._state, collection_id, filters)
         if not selection.file_ids:
             return []
         files = sorted(selection.file_ids)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .embedding import Embedder, with_retries
@@ -14,9 +14,8 @@ from .errors import EmbeddingFailure, VectorStoreFailure
 from .fusion import Candidate, Fused, diversify, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState
-from .keyword import coverages
 from .localfilter import select
-from .records import ChunkRecord
+from .records import ChunkRecord, FileRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
 from .store import KbStore
@@ -65,31 +64,67 @@ class RetrieveRequest:
     where: dict[str, Any] | None
 
 
+@dataclass
+class _Found:
+    """What one retrieval learnt about its candidates: each chunk's file, the vector DB's results
+    (their metadata carries the text), and -- for the head of the ranking only -- the chunks and
+    their files' records, read on demand (`KnowledgeBaseState.file_records`)."""
+
+    file_of: dict[str, str] = field(default_factory=dict)
+    vector_hits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chunks: dict[str, ChunkRecord] = field(default_factory=dict)
+    records: dict[str, FileRecord] = field(default_factory=dict)
+
+    async def resolve(self, host: HostApi, state: KnowledgeBaseState, collection_id: str,
+                      ranked: list[Fused]) -> None:
+        files = [self.file_of[f.chunk_id] for f in ranked if f.chunk_id in self.file_of]
+        self.records.update(await state.file_records(host, collection_id, files))
+        by_id: dict[str, dict[str, ChunkRecord]] = {}
+        for fused in ranked:
+            file_id = self.file_of.get(fused.chunk_id)
+            record = self.records.get(file_id) if file_id else None
+            chunk = None
+            if record is not None:
+                if file_id not in by_id:
+                    by_id[file_id] = {c.chunk_id: c for c in record.chunks}
+                chunk = by_id[file_id].get(fused.chunk_id)
+            if chunk is None and fused.chunk_id in self.vector_hits:
+                chunk = state.adopt_hit(self.vector_hits[fused.chunk_id])
+            if chunk is not None:
+                self.chunks[fused.chunk_id] = chunk
+
+
 async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                    request: RetrieveRequest) -> list[Hit]:
     settings = request.settings
     pool = min(max(settings.top_k * 4, 20), 100)
+    found = _Found()
     vector: list[Candidate] = []
     keyword: list[Candidate] = []
+    # While the keyword index is still being built (a restart without a current snapshot), hybrid
+    # search uses its vector half alone: a partial keyword list would favour the indexed files.
+    use_keyword = settings.search_mode == "keyword" or (settings.search_mode == "hybrid" and not state.indexing)
     if settings.search_mode in ("hybrid", "vector"):
-        vector = await _vector_candidates(host, state, embedder, request, pool)
-    if settings.search_mode in ("hybrid", "keyword"):
-        keyword = await _keyword_candidates(state, request, pool)
-    if settings.search_mode == "hybrid":
+        vector = await _vector_candidates(host, state, embedder, request, pool, found)
+    if use_keyword:
+        keyword = await _keyword_candidates(host, state, request, pool, found)
+    if settings.search_mode == "hybrid" and use_keyword:
         ranked = fuse(vector, keyword, settings.vector_weight)
-        ranked = diversify(ranked, _file_of(state, ranked))
+        ranked = diversify(ranked, found.file_of)
     else:
-        ranked = single(vector or keyword, from_vector=settings.search_mode == "vector")
+        ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")
 
-    ranked = _drop_duplicates(ranked, state)
+    head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
+    await found.resolve(host, state, request.collection_id, head)
+    ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
     if settings.rerank_model_uuid and ranked:
-        ranked = await _rerank(host, state, request, ranked)
-    ranked = [f for f in ranked if f.score >= settings.score_threshold and f.chunk_id in state.chunks]
-    return _expand(state, ranked, request)
+        ranked = await _rerank(host, found.chunks, request, ranked)
+    ranked = [f for f in ranked if f.score >= settings.score_threshold]
+    return _expand(found, ranked, request)
 
 
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
-                             request: RetrieveRequest, pool: int) -> list[Candidate]:
+                             request: RetrieveRequest, pool: int, found: _Found) -> list[Candidate]:
     query_vector = await embedder.embed_query(request.creation.embedding_model_uuid, request.query)
     try:
         results = await with_retries(lambda: host.vector_search(
@@ -98,9 +133,11 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
         raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
     unsettled = state.unsettled  # vectors of ingests that have not committed are not answers yet
     results = [r for r in results if r.get("id") is not None
-               and str((r.get("metadata") or {}).get("file_id")) not in unsettled]
-    for r in results:  # chunks we have no record of (e.g. storage lost): learn them from metadata
-        state.adopt_hit(r)
+               and (r.get("metadata") or {}).get("file_id") is not None
+               and str(r["metadata"]["file_id"]) not in unsettled]
+    for r in results:
+        found.file_of[str(r["id"])] = str(r["metadata"]["file_id"])
+        found.vector_hits[str(r["id"])] = r
     if state.metric is None and results:
         await _calibrate_from_query(host, state, embedder, request, query_vector, results[0])
     metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results])
@@ -112,7 +149,8 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
     return candidates
 
 
-async def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveRequest, pool: int) -> list[Candidate]:
+async def _keyword_candidates(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                              pool: int, found: _Found) -> list[Candidate]:
     """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1).
     A filter restricts the search itself (never a cut of the unfiltered ranking), so every
     matching chunk can be found."""
@@ -120,20 +158,18 @@ async def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveReques
     chunk_ids: set[str] | None = None
     top_k = pool
     if request.where:
-        selection = select(state, request.where)
+        selection = await select(host, state, request.collection_id, request.where)
         file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
         if chunk_ids is not None:
             top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed
     hits = await state.keyword_search(request.query, top_k, file_ids)
-    weights = await state.term_weights(request.query)
     unsettled = state.unsettled
     out: list[Candidate] = []
-    for chunk_id, bm25 in hits:
-        chunk = state.chunks.get(chunk_id)
-        if chunk is None or chunk.file_id in unsettled or (chunk_ids is not None and chunk_id not in chunk_ids):
+    for hit in hits:
+        if hit.file_id in unsettled or (chunk_ids is not None and hit.chunk_id not in chunk_ids):
             continue
-        whole, body = coverages(weights, chunk.text, chunk.heading)
-        out.append(Candidate(chunk_id, clip01(whole), strength=bm25, body=body))
+        found.file_of.setdefault(hit.chunk_id, hit.file_id)
+        out.append(Candidate(hit.chunk_id, clip01(hit.coverage), strength=hit.score, body=hit.body_coverage))
         if len(out) >= pool:
             break
     return out
@@ -143,11 +179,11 @@ async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedd
                                 request: RetrieveRequest, query_vector: list[float],
                                 top: dict[str, Any]) -> None:
     """No stored metric (e.g. plugin storage lost): embed the top hit's text once and compare."""
-    chunk = state.chunks.get(str(top["id"]))
-    if chunk is None:
+    text = (top.get("metadata") or {}).get("text") or top.get("document")
+    if not text:
         return
     try:
-        vector = await embedder.embed(request.kb_id, request.creation.embedding_model_uuid, [chunk.text])
+        vector = await embedder.embed(request.kb_id, request.creation.embedding_model_uuid, [str(text)])
     except EmbeddingFailure:
         return
     metric = calibrate([(float(top.get("distance", 0.0)), cosine(query_vector, vector[0]))])
@@ -155,29 +191,22 @@ async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedd
         await state.set_metric(KbStore(host, request.kb_id), metric)
 
 
-def _file_of(state: KnowledgeBaseState, ranked: list[Fused]) -> dict[str, str]:
-    return {f.chunk_id: chunk.file_id for f in ranked if (chunk := state.chunks.get(f.chunk_id)) is not None}
-
-
-def _drop_duplicates(ranked: list[Fused], state: KnowledgeBaseState) -> list[Fused]:
+def _drop_duplicates(ranked: list[Fused], chunks: dict[str, ChunkRecord]) -> list[Fused]:
     """Collapse chunks with the same normalised text (the same file uploaded twice)."""
     seen: set[str] = set()
     out: list[Fused] = []
     for fused in ranked:
-        chunk = state.chunks.get(fused.chunk_id)
-        if chunk is None:
-            continue
-        fingerprint = hashlib.sha1(_normalise(chunk.text).encode()).hexdigest()
+        fingerprint = hashlib.sha1(_normalise(chunks[fused.chunk_id].text).encode()).hexdigest()
         if fingerprint not in seen:
             seen.add(fingerprint)
             out.append(fused)
     return out
 
 
-async def _rerank(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+async def _rerank(host: HostApi, chunks: dict[str, ChunkRecord], request: RetrieveRequest,
                   ranked: list[Fused]) -> list[Fused]:
     head = ranked[:RERANK_CAP]
-    documents = [state.chunks[f.chunk_id].text for f in head]
+    documents = [chunks[f.chunk_id].text for f in head]
     try:
         results = await host.invoke_rerank(request.settings.rerank_model_uuid, request.query, documents,
                                            top_k=len(documents))
@@ -193,7 +222,7 @@ async def _rerank(host: HostApi, state: KnowledgeBaseState, request: RetrieveReq
     return reranked
 
 
-def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveRequest) -> list[Hit]:
+def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> list[Hit]:
     """Parent passages or neighbour windows; each text span is returned at most once."""
     top_k = request.settings.top_k
     window = request.settings.context_window
@@ -202,10 +231,10 @@ def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveReq
     for fused in ranked:
         if len(hits) >= top_k:
             break
-        chunk = state.chunks[fused.chunk_id]
-        record = state.files.get(chunk.file_id)
+        chunk = found.chunks[fused.chunk_id]
+        record = found.records.get(chunk.file_id)
         file_format = record.format if record else ""
-        parent = state.parent_text(chunk)
+        parent = _parent_text(record, chunk)
         if parent is not None:
             key: tuple[str, Any] = (chunk.file_id, ("parent", chunk.parent))
             if key in used:
@@ -213,7 +242,7 @@ def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveReq
             used.add(key)
             content = _with_heading(chunk.heading, parent)
         elif window > 0:
-            span = [c for c in state.neighbours(chunk, window) if (c.file_id, c.index) not in used]
+            span = [c for c in _neighbours(record, chunk, window) if (c.file_id, c.index) not in used]
             if not any(c.index == chunk.index for c in span):
                 continue
             span = _within_budget(span, chunk, CONTEXT_BUDGET)
@@ -227,6 +256,22 @@ def _expand(state: KnowledgeBaseState, ranked: list[Fused], request: RetrieveReq
         hits.append(Hit(chunk, content, round(fused.score, 6), file_format, fused.vector_score,
                         fused.keyword_score))
     return hits
+
+
+def _neighbours(record: FileRecord | None, chunk: ChunkRecord, window: int) -> list[ChunkRecord]:
+    """The chunk and up to `window` chunks either side of it in the same file, in order."""
+    if record is None:
+        return [chunk]
+    position = next((i for i, c in enumerate(record.chunks) if c.index == chunk.index), None)
+    if position is None:
+        return [chunk]
+    return record.chunks[max(0, position - window) : position + window + 1]
+
+
+def _parent_text(record: FileRecord | None, chunk: ChunkRecord) -> str | None:
+    if record is None or chunk.parent is None or chunk.parent >= len(record.parents):
+        return None
+    return record.parents[chunk.parent]
 
 
 def _within_budget(span: list[ChunkRecord], centre: ChunkRecord, budget: int) -> list[ChunkRecord]:

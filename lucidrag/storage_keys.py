@@ -9,6 +9,8 @@ builds or parses a key.
                                           committed yet (a crash leaves it behind)
     lucidrag/v1/kb/<kb>/failed/<file>     why a file failed to ingest (shown in the console)
     lucidrag/v1/kb/<kb>/settings          the KB's creation settings as last received (console)
+    lucidrag/v1/kb/<kb>/kw/manifest       the keyword index snapshot: which segments are live
+    lucidrag/v1/kb/<kb>/kw/seg/<name>     one immutable keyword-index segment (in parts #0, #1...)
     lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
 """
 
@@ -31,10 +33,6 @@ def file_record_key(kb_id: str, file_id: str) -> str:
     return f"{kb_prefix(kb_id)}file/{file_id}"
 
 
-def file_record_part_key(kb_id: str, file_id: str, part: int) -> str:
-    return f"{file_record_key(kb_id, file_id)}#{part}"
-
-
 def journal_key(kb_id: str, file_id: str) -> str:
     return f"{kb_prefix(kb_id)}journal/{file_id}"
 
@@ -45,6 +43,19 @@ def failure_key(kb_id: str, file_id: str) -> str:
 
 def settings_key(kb_id: str) -> str:
     return kb_prefix(kb_id) + "settings"
+
+
+def index_manifest_key(kb_id: str) -> str:
+    return kb_prefix(kb_id) + "kw/manifest"
+
+
+def index_segment_key(kb_id: str, name: str) -> str:
+    return f"{kb_prefix(kb_id)}kw/seg/{name}"
+
+
+def index_segment_names(keys: list[str], kb_id: str) -> list[str]:
+    """Keyword-index segments stored for a KB (live or left behind by a crash), from a listing."""
+    return _ids_under(keys, kb_prefix(kb_id) + "kw/seg/")
 
 
 def kb_ids(keys: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 
@@ -18,7 +19,9 @@ from .records import FileRecord
 from .scoring import Metric
 from .storage_keys import (
     file_record_key,
-    file_record_part_key,
+    index_manifest_key,
+    index_segment_key,
+    index_segment_names,
     journal_file_ids,
     journal_kbs,
     journal_key,
@@ -64,6 +67,9 @@ class KeySnapshot:
 
     def pending_kb_deletes(self) -> list[str]:
         return pending_kb_deletes(list(self.keys))
+
+    def index_segments(self, kb_id: str) -> list[str]:
+        return index_segment_names(list(self.keys), kb_id)
 
     def kbs_with_journals(self) -> list[str]:
         return journal_kbs(list(self.keys))
@@ -120,48 +126,76 @@ class KbStore:
         self.host = host
         self.kb_id = kb_id
 
+    # ---------------------------------------------------------------- values in parts
+    async def _put_blob(self, key: str, blob: bytes, what: str) -> bool:
+        """One value, or (bigger than PART_SIZE) parts `<key>#n` and a header naming their count."""
+        if len(blob) <= PART_SIZE:
+            return await put_value(self.host, key, _SINGLE + blob, what)
+        view = memoryview(blob)
+        count = (len(blob) + PART_SIZE - 1) // PART_SIZE
+        for n in range(count):
+            if not await put_value(self.host, f"{key}#{n}", bytes(view[n * PART_SIZE : (n + 1) * PART_SIZE]), what):
+                return False
+        return await put_value(self.host, key, _PARTS + str(count).encode(), what)
+
+    async def _get_blob(self, key: str, what: str) -> bytes | None:
+        head = await get_value(self.host, key)
+        if not head or head[:1] == _SINGLE:
+            return head[1:] if head else None
+        if head[:1] != _PARTS or not head[1:].isdigit():
+            logger.warning("kb=%s: unreadable header of %s", self.kb_id, what)
+            return None
+        parts = []
+        for n in range(int(head[1:])):
+            part = await get_value(self.host, f"{key}#{n}")
+            if part is None:
+                logger.warning("kb=%s: part %d of %s is missing", self.kb_id, n, what)
+                return None
+            parts.append(part)
+        return b"".join(parts)
+
+    async def _delete_blob(self, key: str, what: str) -> bool:
+        head = await get_value(self.host, key) or b""
+        if head[:1] == _PARTS and head[1:].isdigit():
+            for n in range(int(head[1:])):
+                if not await delete_value(self.host, f"{key}#{n}", what):
+                    return False
+        return await delete_value(self.host, key, what)
+
     # ---------------------------------------------------------------- file records
     async def save_record(self, record: FileRecord) -> bool:
-        blob = record.to_bytes()
-        file_id = record.file_id
-        what = f"the record of file {file_id} in kb {self.kb_id}"
-        if len(blob) <= PART_SIZE:
-            return await put_value(self.host, file_record_key(self.kb_id, file_id), _SINGLE + blob, what)
-        parts = [blob[i : i + PART_SIZE] for i in range(0, len(blob), PART_SIZE)]
-        for n, part in enumerate(parts):
-            if not await put_value(self.host, file_record_part_key(self.kb_id, file_id, n), part, what):
-                return False
-        return await put_value(self.host, file_record_key(self.kb_id, file_id), _PARTS + str(len(parts)).encode(), what)
+        return await self._put_blob(file_record_key(self.kb_id, record.file_id), record.to_bytes(),
+                                    f"the record of file {record.file_id} in kb {self.kb_id}")
 
     async def load_record(self, file_id: str) -> FileRecord | None:
         return decode_record(self.kb_id, file_id, await self.load_record_blob(file_id))
 
     async def load_record_blob(self, file_id: str) -> bytes | None:
         """The stored record, still encoded (decode it with `decode_record`, off the event loop)."""
-        head = await get_value(self.host, file_record_key(self.kb_id, file_id))
-        if not head or head[:1] == _SINGLE:
-            return head[1:] if head else None
-        if head[:1] != _PARTS or not head[1:].isdigit():
-            logger.warning("kb=%s file=%s: unreadable file record header", self.kb_id, file_id)
-            return None
-        parts = []
-        for n in range(int(head[1:])):
-            part = await get_value(self.host, file_record_part_key(self.kb_id, file_id, n))
-            if part is None:
-                logger.warning("kb=%s file=%s: part %d of the file record is missing", self.kb_id, file_id, n)
-                return None
-            parts.append(part)
-        return b"".join(parts)
+        return await self._get_blob(file_record_key(self.kb_id, file_id), f"the record of file {file_id}")
 
     async def delete_record(self, file_id: str) -> bool:
-        key = file_record_key(self.kb_id, file_id)
-        head = await get_value(self.host, key) or b""
-        what = f"the record of file {file_id} in kb {self.kb_id}"
-        if head[:1] == _PARTS:
-            for n in range(int(head[1:])):
-                if not await delete_value(self.host, file_record_part_key(self.kb_id, file_id, n), what):
-                    return False
-        return await delete_value(self.host, key, what)
+        return await self._delete_blob(file_record_key(self.kb_id, file_id),
+                                       f"the record of file {file_id} in kb {self.kb_id}")
+
+    # ---------------------------------------------------------------- keyword index snapshot
+    async def save_index_segment(self, name: str, blob: bytes) -> bool:
+        return await self._put_blob(index_segment_key(self.kb_id, name), blob,
+                                    f"keyword index segment {name} of kb {self.kb_id}")
+
+    async def load_index_segment(self, name: str) -> bytes | None:
+        return await self._get_blob(index_segment_key(self.kb_id, name), f"keyword index segment {name}")
+
+    async def delete_index_segment(self, name: str) -> bool:
+        return await self._delete_blob(index_segment_key(self.kb_id, name),
+                                       f"keyword index segment {name} of kb {self.kb_id}")
+
+    async def save_index_manifest(self, manifest: bytes) -> bool:
+        return await put_value(self.host, index_manifest_key(self.kb_id), manifest,
+                               f"the keyword index manifest of kb {self.kb_id}")
+
+    async def load_index_manifest(self) -> bytes | None:
+        return await get_value(self.host, index_manifest_key(self.kb_id))
 
     # ---------------------------------------------------------------- meta
     async def load_meta(self) -> KbMeta | None:
@@ -203,14 +237,18 @@ class KbStore:
                              f"the ingest journal of file {file_id} in kb {self.kb_id}")
 
     # ---------------------------------------------------------------- the whole KB
-    async def delete_everything(self) -> bool:
-        """Every key of this KB, its pending-deletion marker included (last)."""
+    async def delete_everything(self, deadline: float = math.inf) -> bool:
+        """Every key of this KB, its pending-deletion marker last. Stops at `deadline` (a KB of
+        50,000 files has more keys than one invocation can delete); returns whether all are gone,
+        so the caller repeats it in a later invocation."""
         snapshot = await list_keys(self.host)
         if snapshot is None:
             return False
         keys = sorted(keys_of_kb(list(snapshot.keys), self.kb_id), key=lambda k: k == pending_kb_delete_key(self.kb_id))
         ok = True
         for key in keys:
+            if time.monotonic() >= deadline:
+                return False
             ok = await delete_value(self.host, key, f"key {key}") and ok
         return ok
 

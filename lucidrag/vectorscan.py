@@ -67,3 +67,32 @@ def records_from_items(items: list[dict[str, Any]]) -> list[FileRecord]:
         if file_id:
             by_file.setdefault(str(file_id), []).append(item)
     return [FileRecord.from_vector_items(fid, its) for fid, its in by_file.items()]
+
+
+class FileDiscovery:
+    """Every file id a collection holds, found one listing page per `step`, so that the search can
+    be spread over many invocations: offset pages while Milvus' window allows, then pages of
+    files not seen yet (`file_id $nin`, offset 0) until none is left."""
+
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.offset = 0
+        self.done = False
+
+    async def step(self, host: HostApi, collection_id: str) -> set[str]:
+        """One listing call; returns the file ids it found for the first time."""
+        within_window = self.offset + LIST_PAGE <= LIST_WINDOW
+        if within_window:
+            page = await host.vector_list(collection_id, limit=LIST_PAGE, offset=self.offset)
+        else:
+            page = await host.vector_list(collection_id, filters={"file_id": {"$nin": sorted(self.known)}},
+                                          limit=LIST_PAGE, offset=0)
+        batch = (page or {}).get("items") or []
+        new = file_ids_of(batch) - self.known
+        self.known |= new
+        if within_window:
+            self.offset += len(batch)
+            self.done = len(batch) < LIST_PAGE
+        else:
+            self.done = not new  # everything still listed belongs to files already found
+        return new

@@ -390,5 +390,5 @@ async def test_rebuild_from_the_vector_db_brings_back_a_kb_that_storage_lost(har
     page2 = LucidRagConsole()
     page2.plugin = fresh  # type: ignore[assignment]
     assert rows(await api(page2, "/kb", kb_id=KB)) == {}
-    assert await api(page2, "/repair", kb_id=KB, action="rebuild_from_vector_db") == {"files": 1, "chunks": 1}
+    assert await api(page2, "/repair", kb_id=KB, action="rebuild_from_vector_db") == {"files": 1, "chunks": 1, "complete": True}
     assert result.document_id in rows(await api(page2, "/kb", kb_id=KB))

@@ -23,8 +23,8 @@ def record_size(record: FileRecord) -> int:
 
 
 class RecordCache:
-    def __init__(self, budget: int = CACHE_BYTES) -> None:
-        self.budget = budget
+    def __init__(self, budget: int | None = None) -> None:
+        self.budget = CACHE_BYTES if budget is None else budget
         self._records: OrderedDict[str, tuple[FileRecord, int]] = OrderedDict()
         self.bytes = 0
 

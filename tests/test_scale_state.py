@@ -1,0 +1,152 @@
+"""Issue 12: a big knowledge base restarts from a persisted keyword index, keeps only some records
+in memory, and indexes what its snapshot lacks in slices without blocking queries.
+
+A "restart" is a new plugin over the same host (vector DB and plugin storage).
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from lucidrag import engine as engine_module
+from lucidrag import kbstate as kbstate_module
+from lucidrag.storage_keys import index_manifest_key
+from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import restarted
+
+KB = "kb-scale-1"
+FILES = 40
+
+
+def manual(i: int) -> bytes:
+    return "\n\n".join(
+        f"Section {j} of manual {i}: part PX-{i}-{j} of pump model M{i} is torqued to {j + 10} newton metres."
+        for j in range(6)
+    ).encode()
+
+
+async def ingest_manuals(h: Harness, count: int = FILES) -> list[str]:
+    ids = []
+    for i in range(count):
+        result = await h.ingest(KB, f"manual{i}.txt", manual(i), settings={"chunk_size": 128, "chunk_overlap": 0})
+        ids.append(result.document_id)
+    return ids
+
+
+def state_of(h: Harness):
+    return h.host.engine.installation("dedicated").kb(KB)
+
+
+async def test_a_restart_answers_from_the_index_snapshot_without_reading_every_file(harness: Harness, host,
+                                                                                   monkeypatch):
+    await ingest_manuals(harness)
+    back = restarted(host)
+    tokenised: list[int] = []
+    real = kbstate_module.tokenize_chunks
+    monkeypatch.setattr(kbstate_module, "tokenize_chunks", lambda chunks: tokenised.append(1) or real(chunks))
+
+    texts = await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1})
+
+    assert "PX-33-4" in texts[0]
+    reads = back.host.calls["get_plugin_storage"]
+    assert reads < FILES // 2, f"{reads} storage reads for the first query of a {FILES}-file KB"
+    assert tokenised == [], "a restart re-tokenised chunks instead of loading the snapshot"
+
+
+async def test_records_beyond_the_cache_budget_are_read_back_for_results(harness: Harness, host, monkeypatch):
+    from lucidrag.recordcache import record_size
+
+    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
+                           .popitem()[1])
+    budget = 3 * one_file
+    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", budget)
+    harness = restarted(host)
+    await ingest_manuals(harness, 12)
+    state = state_of(harness)
+    assert state.records.bytes <= budget and len(state.records) <= 3
+
+    texts = await harness.texts(KB, "PX-0-3", settings={"search_mode": "keyword", "top_k": 1, "context_window": 1})
+
+    assert "PX-0-3" in texts[0] and "PX-0-2" in texts[0] and "PX-0-4" in texts[0]  # neighbours came back too
+
+
+async def test_a_deleted_file_stays_deleted_after_a_restart(harness: Harness, host):
+    ids = await ingest_manuals(harness, 5)
+    await harness.component.delete_document(KB, ids[2])
+    back = restarted(host)
+    for mode in ("keyword", "hybrid"):
+        texts = await back.texts(KB, "PX-2-1 pump model M2", settings={"search_mode": mode, "top_k": 5})
+        assert not any("manual 2:" in t for t in texts), mode
+    assert ids[2] not in state_of(back).known_files()
+
+
+async def test_an_index_snapshot_that_could_not_be_saved_is_caught_up_after_a_restart(harness: Harness, host):
+    await ingest_manuals(harness, 3)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)  # the snapshot is stale from here
+    late = await harness.ingest(KB, "late.txt", b"The late memo names the pallet code ZQ-771 for returns.")
+    host.faults.clear()
+
+    back = restarted(host)
+    texts = await back.texts(KB, "ZQ-771", settings={"search_mode": "keyword", "top_k": 1})
+
+    assert texts and "ZQ-771" in texts[0]
+    assert late.document_id in state_of(back).index
+
+
+async def test_without_a_snapshot_the_index_is_built_in_slices_and_hybrid_answers_meanwhile(harness: Harness, host,
+                                                                                           monkeypatch):
+    await ingest_manuals(harness, 10)
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]  # e.g. records written by a version without the snapshot
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
+    back = restarted(host)
+
+    texts = await back.texts(KB, "pump model M7 part PX-7-2", settings={"search_mode": "hybrid", "top_k": 3})
+    state = state_of(back)
+    assert state.indexing and texts, "hybrid must answer (vector half) while the index is rebuilt"
+
+    monkeypatch.setattr(kbstate_module, "INDEX_BATCH", 3)
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 60.0)
+    texts = await back.texts(KB, "PX-7-2", settings={"search_mode": "keyword", "top_k": 1})
+    assert not state.indexing and "PX-7-2" in texts[0]
+    assert host.storage.get(index_manifest_key(KB)), "the rebuilt index is persisted"
+
+
+async def test_the_console_says_the_keyword_index_is_rebuilding(harness: Harness, host, monkeypatch):
+    await ingest_manuals(harness, 4)
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    state = state_of(restarted(host))
+    await state.ensure_loaded(host, KB)
+    assert state.indexing and len(state.to_index) == 4
+    from lucidrag.console import _health
+
+    health = _health(state, [], 0)
+    assert health["index_state"] == "rebuilding" and health["files_to_index"] == 4 and health["files"] == 4
+
+
+async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(harness: Harness, host,
+                                                                               monkeypatch):
+    """A KB of 50,000 files has more plugin-storage keys than one hook can delete: the deletion of
+    keys is sliced like the deletion of vectors. A fake clock ticks once per deadline check."""
+    await ingest_manuals(harness, 8)
+    assert len([k for k in host.storage if f"/kb/{KB}/" in k]) > 8
+    ticks = iter(range(10**9))
+    clock = SimpleNamespace(monotonic=lambda: float(next(ticks)), time=time.time)
+    for module in ("lucidrag.engine", "lucidrag.store", "lucidrag.kbdelete", "lucidrag.kbstate"):
+        monkeypatch.setattr(f"{module}.time", clock)
+    monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 6.0)
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 6.0)
+
+    await harness.component.on_knowledge_base_delete(KB)
+    assert [k for k in host.storage if f"/kb/{KB}/" in k], "the fake clock should stop the hook early"
+    hooks = 0
+    while [k for k in host.storage if f"/kb/{KB}/" in k or k.endswith(f"pending-kb-delete/{KB}")] and hooks < 100:
+        await harness.texts("another-kb", "anything")  # later invocations continue the deletion
+        hooks += 1
+    assert hooks < 100
+    assert not [k for k in host.storage if f"/kb/{KB}/" in k or k.endswith(f"pending-kb-delete/{KB}")]
+    assert host.vector_count(KB) == 0

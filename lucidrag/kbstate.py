@@ -89,6 +89,7 @@ class KnowledgeBaseState:
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
+    manifest_known: bool = False  # the stored manifest was read or written by this process
 
     # ================================================================ reads
     def known_files(self) -> set[str]:
@@ -242,6 +243,7 @@ class KnowledgeBaseState:
                            self.kb_id, error)
             return None
         self.orphan_segments -= set(names)
+        self.manifest_known = True
         return index
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
@@ -366,8 +368,10 @@ class KnowledgeBaseState:
                 self.undeleted_journals.discard(file_id)
         if (self.index_dirty or self.pending_drops) and time.monotonic() < deadline:
             await self._persist_index(store)
-        for name in sorted(self.orphan_segments):
-            if time.monotonic() >= deadline or not self.loaded:
+        for name in sorted(self.orphan_segments - set(self.pending_segments)):
+            # Only once the live manifest is known: a manifest that could not be read must not
+            # turn its segments into "orphans".
+            if time.monotonic() >= deadline or not self.manifest_known:
                 return
             if await store.delete_index_segment(name):
                 self.orphan_segments.discard(name)
@@ -375,7 +379,8 @@ class KnowledgeBaseState:
     def needs_upkeep(self) -> bool:
         return bool(self.meta_dirty or self.unsaved or self.undeleted_records or self.undeleted_journals
                     or self.journals - self.in_flight or self.index_dirty or self.pending_drops
-                    or (self.loaded and (self.orphan_segments or self.indexing)))
+                    or (self.manifest_known and bool(self.orphan_segments))
+                    or (self.loaded and self.indexing))
 
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float) -> None:
         store = KbStore(host, self.kb_id)
@@ -531,6 +536,7 @@ class KnowledgeBaseState:
                     self.index_dirty = True
                     return False
                 self.pending_manifest = None
+                self.manifest_known = True
             self.index_dirty = False
             for name in sorted(self.pending_drops):
                 if await store.delete_index_segment(name):

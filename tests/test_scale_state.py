@@ -150,3 +150,29 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
     assert hooks < 100
     assert not [k for k in host.storage if f"/kb/{KB}/" in k or k.endswith(f"pending-kb-delete/{KB}")]
     assert host.vector_count(KB) == 0
+
+
+async def test_a_segment_left_by_a_crash_between_writes_is_removed_and_live_ones_stay(harness: Harness, host):
+    from lucidrag.segindex import SegmentIndex
+    from lucidrag.storage_keys import index_segment_key
+
+    await ingest_manuals(harness, 3)
+    orphan = index_segment_key(KB, "left-by-a-crash")
+    host.storage[orphan] = b"Zwhatever"  # written, but the manifest naming it never was
+    back = restarted(host)
+
+    texts = await back.texts(KB, "PX-1-2", settings={"search_mode": "keyword", "top_k": 1})
+    await back.texts(KB, "PX-1-2")  # the next hook's upkeep
+
+    assert "PX-1-2" in texts[0] and orphan not in host.storage
+    live = SegmentIndex.manifest_segment_names(host.storage[index_manifest_key(KB)])
+    assert live and all(index_segment_key(KB, name) in host.storage for name in live)
+
+
+async def test_an_unreadable_manifest_costs_a_reindex_but_never_a_wrong_answer(harness: Harness, host):
+    await ingest_manuals(harness, 3)
+    host.storage[index_manifest_key(KB)] = b"not a manifest"
+    back = restarted(host)
+    texts = await back.texts(KB, "PX-2-5", settings={"search_mode": "keyword", "top_k": 1})
+    assert "PX-2-5" in texts[0]
+    assert len(state_of(back).known_files()) == 3

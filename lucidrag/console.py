@@ -237,7 +237,7 @@ class Console:
         (a crash mid-upload, a rollback that failed). Bounded to SCAN_PAGES pages."""
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        if state.fresh and not state.known_files():
+        if state.fresh and not state.has_files():
             # Listing would make LangBot's Milvus adapter create a wrong-dimension collection.
             return {"orphans": [], "complete": True, "scanned": 0}
         counts: dict[str, int] = {}

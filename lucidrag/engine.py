@@ -93,7 +93,7 @@ class Engine:
         state = inst.kb(kb_id)
         await state.ensure_loaded(host, collection_id)
         await self._upkeep(host, inst, "retrieve", first=state)
-        if state.fresh and not state.known_files():
+        if state.fresh and not state.has_files():
             return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)

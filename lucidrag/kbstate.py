@@ -96,6 +96,9 @@ class KnowledgeBaseState:
         """Files that are ingested and committed (indexed, or waiting to be)."""
         return self.index.file_ids() | set(self.to_index)
 
+    def has_files(self) -> bool:
+        return len(self.index) > 0 or bool(self.to_index)
+
     @property
     def indexing(self) -> bool:
         """The keyword index does not cover every file yet (see `continue_indexing`)."""

@@ -28,6 +28,7 @@ under `index_guard`, so a query never sees it half-updated and the event loop ne
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import math
 import time
@@ -74,7 +75,7 @@ class KnowledgeBaseState:
     in_flight: set[str] = field(default_factory=set)  # ingests of this process past begin_ingest
     journals: set[str] = field(default_factory=set)  # journal entries of earlier processes
     # files that are ingested but not in the index yet (restart without a current snapshot)
-    to_index: list[str] = field(default_factory=list)
+    to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     discovery: FileDiscovery | None = None  # file ids still being looked for in the vector DB
     look_in_vector_db: bool = False  # storage knows no file: the vector DB is to be listed
     trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
@@ -221,7 +222,7 @@ class KnowledgeBaseState:
                 for file_id in gone:  # deleted while the snapshot could not be updated
                     await run_blocking(self.index.remove_file, file_id, None)
                 self.index_dirty = self.index_dirty or bool(gone)
-                self.to_index = sorted(self.stored_ids - indexed - self.in_flight)
+                self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not self.index.file_ids() and not self.to_index:
             if self.has_vectors is False:
                 self.fresh = True
@@ -256,18 +257,18 @@ class KnowledgeBaseState:
         while self.indexing and time.monotonic() < deadline:
             if not self.to_index and self.discovery is not None:
                 found = await with_retries(lambda: self.discovery.step(host, collection_id))
-                self.to_index.extend(sorted(found - self.index.file_ids()))
+                self.to_index.update(dict.fromkeys(sorted(found - self.index.file_ids())))
                 if self.discovery.done:
                     self.discovery = None
                     self.trust_records = True
                 continue
-            batch = self.to_index[:INDEX_BATCH]
+            batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
             async with self.lock:
                 await self._index([r for r in records.values() if r.file_id not in self.index
                                    and r.file_id not in self.in_flight])
-                done = set(batch)
-                self.to_index = [f for f in self.to_index if f not in done]
+                for file_id in batch:
+                    self.to_index.pop(file_id, None)
             changed = True
         if changed or self.index_dirty:
             await self._persist_index(KbStore(host, self.kb_id))
@@ -311,7 +312,7 @@ class KnowledgeBaseState:
             else:
                 self.unsaved[file_id] = record  # kept in memory until `flush` saves it
             self.undeleted_records.discard(file_id)
-            self.to_index = [f for f in self.to_index if f != file_id]
+            self.to_index.pop(file_id, None)
             persisted = await self._persist_index(store)
             if saved and persisted:
                 await self._clear_journal(store, file_id)
@@ -337,7 +338,7 @@ class KnowledgeBaseState:
             self.unsaved.pop(file_id, None)
             self.records.drop(file_id)
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
-            self.to_index = [f for f in self.to_index if f != file_id]
+            self.to_index.pop(file_id, None)
             await self._persist_index(store)
             if self.stored_ids is not None:
                 self.stored_ids.discard(file_id)
@@ -414,7 +415,7 @@ class KnowledgeBaseState:
                     stored = self.unsaved.get(file_id) or await store.load_record(file_id)
                     record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
                     await self._index([record])
-                    self.to_index = [f for f in self.to_index if f != file_id]
+                    self.to_index.pop(file_id, None)
                     saved = stored is record or await store.save_record(record)
                     if saved:
                         self.unsaved.pop(file_id, None)
@@ -444,7 +445,7 @@ class KnowledgeBaseState:
                 self.index = SegmentIndex()
                 self.records.clear()
                 self.adopted.clear()
-                self.to_index = []
+                self.to_index = {}
                 self.discovery = FileDiscovery()
                 self.trust_records = False
                 self.pending_segments.clear()

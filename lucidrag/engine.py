@@ -44,6 +44,7 @@ class Installation:
     deletions: dict[str, KbDeletion] = field(default_factory=dict)  # KB deletions not finished yet
     discovered: bool = False  # unfinished work of an earlier process looked for
     snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
+    settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)

@@ -82,10 +82,12 @@ async def list_failures(host: HostApi, kb_id: str, keys: list[str]) -> list[Fail
 
 async def remember_outcome(host: HostApi, kb_id: str, file_id: str, error_message: str | None,
                            filename: str, creation_settings: Mapping[str, Any] | None) -> None:
-    """After an ingest: keep the KB's settings (for the console) and record or clear the file's
-    failure. Bounded in time and never raises: the ingest result must reach the host."""
+    """After an ingest: keep the KB's settings (for the console; None = already saved by this
+    process) and record or clear the file's failure. Bounded in time and never raises: the ingest
+    result must reach the host."""
     async def remember() -> None:
-        await save_creation_settings(host, kb_id, creation_settings)
+        if creation_settings is not None:
+            await save_creation_settings(host, kb_id, creation_settings)
         if error_message is not None:
             await record_failure(host, kb_id, file_id, error_message, filename)
         else:

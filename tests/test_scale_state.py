@@ -176,3 +176,19 @@ async def test_an_unreadable_manifest_costs_a_reindex_but_never_a_wrong_answer(h
     texts = await back.texts(KB, "PX-2-5", settings={"search_mode": "keyword", "top_k": 1})
     assert "PX-2-5" in texts[0]
     assert len(state_of(back).known_files()) == 3
+
+
+async def test_bulk_uploads_save_the_kb_settings_once_not_per_file(harness: Harness, host):
+    from lucidrag.storage_keys import settings_key
+
+    writes: list[str] = []
+    real = host.set_plugin_storage
+
+    async def counting(key: str, value: bytes) -> None:
+        writes.append(key)
+        await real(key, value)
+
+    host.set_plugin_storage = counting  # type: ignore[method-assign]
+    await ingest_manuals(harness, 5)
+    assert writes.count(settings_key(KB)) == 1
+    assert host.storage.get(settings_key(KB))

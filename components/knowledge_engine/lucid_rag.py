@@ -77,10 +77,15 @@ class LucidRag(KnowledgeEngine):
 
     async def ingest(self, context: IngestionContext) -> IngestionResult:
         result = await self._ingest(context)
-        # For the console: why a file failed (LangBot shows only "Failed"); best effort, never raises.
-        await remember_outcome(self.plugin, context.knowledge_base_id, result.document_id,
+        # For the console: why a file failed (LangBot shows only "Failed"), and the KB's creation
+        # settings once per process (they cannot change); best effort, never raises.
+        saved = self.engine.installation(self._installation_id()).settings_saved
+        kb_id = context.knowledge_base_id
+        await remember_outcome(self.plugin, kb_id, result.document_id,
                                result.error_message if result.status == DocumentStatus.FAILED else None,
-                               context.file_object.metadata.filename, context.creation_settings)
+                               context.file_object.metadata.filename,
+                               None if kb_id in saved else context.creation_settings)
+        saved.add(kb_id)
         return result
 
     async def _ingest(self, context: IngestionContext) -> IngestionResult:

@@ -10,7 +10,7 @@ from lucidrag.document import Section
 from lucidrag.limits import MAX_HEADING_CHARS, PAD_COLUMNS
 
 # Control characters are removed; vertical tab / form feed / NEL / LS / PS become newlines.
-_NEWLINE_LIKE = str.maketrans({"\x0b": "\n", "\x0c": "\n", "\x85": "\n", "\u2028": "\n", "\u2029": "\n"})
+_NEWLINE_LIKE_RE = re.compile("[\x0b\x0c\x85\u2028\u2029]")  # (a regex: str.translate is per character)
 _CONTROL_RE = re.compile(
     "[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u00ad\u200b\u2060\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff]"
 )
@@ -30,7 +30,7 @@ def clean_text(text: str) -> str:
     Everything else (case, punctuation, indentation) is kept as it is."""
     if not text:
         return ""
-    text = normalize_newlines(text).translate(_NEWLINE_LIKE)
+    text = _NEWLINE_LIKE_RE.sub("\n", normalize_newlines(text))
     text = _CONTROL_RE.sub("", text)
     text = _TRAILING_WS_RE.sub("\n", text)
     text = _MANY_BLANK_LINES_RE.sub("\n\n", text)
@@ -39,7 +39,7 @@ def clean_text(text: str) -> str:
 
 def clean_inline(text: str) -> str:
     """Clean a short single-line value (a heading, a table cell): whitespace runs become one space."""
-    return " ".join(_CONTROL_RE.sub("", normalize_newlines(text).translate(_NEWLINE_LIKE)).split())
+    return " ".join(_CONTROL_RE.sub("", _NEWLINE_LIKE_RE.sub("\n", normalize_newlines(text))).split())
 
 
 def clip_heading(title: str) -> str:
@@ -53,6 +53,7 @@ class HeadingStack:
 
     def __init__(self) -> None:
         self._stack: list[tuple[int, str]] = []
+        self.path: tuple[str, ...] = ()
 
     def push(self, level: int, title: str) -> tuple[str, ...]:
         title = clip_heading(clean_inline(title))
@@ -61,11 +62,8 @@ class HeadingStack:
         while self._stack and self._stack[-1][0] >= level:
             self._stack.pop()
         self._stack.append((level, title))
+        self.path = tuple(title for _, title in self._stack)
         return self.path
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return tuple(title for _, title in self._stack)
 
 
 class SectionBuilder:

@@ -4,6 +4,7 @@ headings is kept as written in the source."""
 from __future__ import annotations
 
 import re
+import threading
 
 from lucidrag.document import Document, Section
 
@@ -13,10 +14,16 @@ from .text import decode_text, require_content
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 
-def _parser():
-    from markdown_it import MarkdownIt
+_PARSERS = threading.local()  # building one costs ~2 ms; parse() keeps its state per call
 
-    return MarkdownIt("commonmark").enable("table")
+
+def _parser():
+    parser = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        from markdown_it import MarkdownIt
+
+        parser = _PARSERS.parser = MarkdownIt("commonmark").enable("table")
+    return parser
 
 
 def _inline_text(token) -> str:

@@ -5,6 +5,7 @@ The decoding chain is shared by CSV, HTML, Markdown and JSON."""
 from __future__ import annotations
 
 import codecs
+import re
 import logging
 
 from lucidrag.document import Document, Section
@@ -41,6 +42,7 @@ _MULTIBYTE = {"gb18030", "big5hkscs", "cp932", "euc_jp", "euc-jp", "cp949", "utf
 _MULTIBYTE_MIN_CONFIDENCE = 0.2
 _SINGLE_BYTE_MIN_CONFIDENCE = 0.3
 _SAMPLE = 256 * 1024
+_JUNK_RE = re.compile("[\x00-\x08\x0b\x0e-\x1f\x80-\x9f\ufffd]")  # controls but tab/newlines/form feed
 _MAX_JUNK_RATIO = 0.05
 
 
@@ -76,8 +78,7 @@ def _normalise_encoding(name: str) -> str:
 def _too_much_junk(text: str) -> bool:
     """Control / replacement characters above 5% of a sample (and more than a stray few)."""
     sample = text[:_SAMPLE]
-    junk = sum(1 for ch in sample
-               if (ch < " " and ch not in "\t\n\r\x0c") or ch == "\ufffd" or "\x80" <= ch <= "\x9f")
+    junk = len(_JUNK_RE.findall(sample))
     return junk > max(3, _MAX_JUNK_RATIO * len(sample))
 
 

@@ -64,7 +64,6 @@ from .keyword import (
     HEADING_FIELD,
     HEADING_WEIGHT,
     MAX_QUERY_TERMS,
-    counts_towards_length,
     idf,
     query_terms,
 )
@@ -111,19 +110,38 @@ class IndexChanges:
     manifest: bytes
 
 
-def term_hashes(terms: Sequence[str]) -> np.ndarray:
-    """64-bit FNV-1a of each term's UTF-8 bytes, vectorised over the terms (one numpy pass per
-    byte position). Terms never contain NUL (the fixed-width array pads with it)."""
-    if not terms:
-        return np.zeros(0, dtype=np.uint64)
-    raw = np.array([t.encode("utf-8") for t in terms])
-    cols = raw.view(np.uint8).reshape(len(terms), raw.itemsize)
+def _term_table(terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(64-bit FNV-1a hash of each term's code points, whether it counts towards its chunk's
+    length as in ``keyword.counts_towards_length``), vectorised over the terms: one numpy pass
+    per character position, over the terms that long. Terms never contain NUL (the fixed-width
+    array pads with it)."""
+    if not len(terms):
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool)
+    arr = np.array(terms, dtype=str)
+    if arr.itemsize < 8:
+        arr = arr.astype("U2")
+    width = arr.itemsize // 4
+    codes = arr.view(np.uint32).reshape(len(terms), width)
+    first = codes[:, 0]
+    counts = (codes[:, 1] != 0) | (first < 0x1100)
+    counts &= first != ord(HEADING_FIELD)
+    lens = np.count_nonzero(codes, axis=1)
+    order = np.argsort(-lens, kind="stable")
+    codes = codes[order]
+    active = np.bincount(lens, minlength=width + 1)[::-1].cumsum()[::-1]  # active[j]: terms longer than j - 1
     h = np.full(len(terms), _FNV_OFFSET, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        for j in range(raw.itemsize):
-            b = cols[:, j]
-            h = np.where(b != 0, (h ^ b.astype(np.uint64)) * _FNV_PRIME, h)
-    return h
+        for j in range(int(lens.max())):
+            m = int(active[j + 1])
+            h[:m] = (h[:m] ^ codes[:m, j]) * _FNV_PRIME
+    out = np.empty_like(h)
+    out[order] = h
+    return out, counts
+
+
+def term_hashes(terms: Sequence[str]) -> np.ndarray:
+    """The 64-bit hashes the index stores terms by."""
+    return _term_table(terms)[0]
 
 
 def _is_uuid(s: str) -> bool:
@@ -160,7 +178,7 @@ class _Segment:
         self.hashes = hashes  # uint64[T], strictly increasing
         self.offsets = offsets  # uint32[T+1]
         self.postings = postings  # uint32[P]
-        self.df = np.diff(offsets).astype(np.int32)  # live df per term (tombstones subtracted)
+        self.df: np.ndarray | None = None  # live df per term once a file was removed, else offsets' diff
         self.uuids = uuids  # uint8[S, 16] or None
         self.id_offsets = id_offsets  # uint32[S+1] into id_blob, or None
         self.id_blob = id_blob
@@ -178,6 +196,15 @@ class _Segment:
     @property
     def n_files(self) -> int:
         return len(self.file_ids)
+
+    def live_df(self) -> np.ndarray:
+        """Live df per term (postings minus those of removed files), materialised on first use."""
+        if self.df is None:
+            self.df = np.diff(self.offsets).astype(np.int32)
+        return self.df
+
+    def term_df(self) -> np.ndarray:
+        return self.df if self.df is not None else np.diff(self.offsets).astype(np.int32)
 
     @property
     def live_postings(self) -> int:
@@ -205,7 +232,7 @@ class _Segment:
     def memory(self) -> int:
         ids = self.uuids.nbytes if self.uuids is not None else self.id_offsets.nbytes + len(self.id_blob)  # type: ignore[union-attr, arg-type]
         return (self.file_starts.nbytes + self.file_postings.nbytes + self.lens.nbytes + self.hashes.nbytes
-                + self.offsets.nbytes + self.postings.nbytes + self.df.nbytes + ids
+                + self.offsets.nbytes + self.postings.nbytes + (0 if self.df is None else self.df.nbytes) + ids
                 + sum(len(f) + 49 for f in self.file_ids))
 
     def find(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -350,13 +377,9 @@ def _build_segment(name: str, file_id: str, chunks: Sequence[TokenizedChunk]) ->
     tfs = np.fromiter(chain.from_iterable(d.values() for d in dicts), dtype=np.int64, count=total)
     if total and int(tfs.min()) < 1:
         raise ValueError("term frequencies must be positive")
-    distinct = list(dict.fromkeys(all_terms))
-    where = dict(zip(distinct, range(len(distinct))))
-    keys = np.fromiter(map(where.__getitem__, all_terms), dtype=np.int64, count=total)
-    flags = np.fromiter(map(counts_towards_length, distinct), dtype=bool, count=len(distinct))
+    h, flags = _term_table(all_terms)
     slots = np.repeat(np.arange(n, dtype=np.int64), counts)
-    dl = np.bincount(slots, weights=np.where(flags[keys], tfs, 0), minlength=n)
-    h = term_hashes(distinct)[keys]
+    dl = np.bincount(slots, weights=np.where(flags, tfs, 0), minlength=n)
     order = np.argsort(h, kind="stable")  # entries are in slot order: runs stay ascending by slot
     h = h[order]
     entries = ((slots[order] << _TF_BITS) | np.minimum(tfs[order], _TF_MAX)).astype(np.uint32)
@@ -425,7 +448,7 @@ class SegmentIndex:
         found = self._file_terms_from_chunks(seg, fi, chunks) if chunks is not None else None
         terms, counts = found if found is not None else seg.scan_slots(lo, hi)
         del self._files[file_id]
-        np.subtract.at(seg.df, terms, counts.astype(np.int32))
+        np.subtract.at(seg.live_df(), terms, counts.astype(np.int32))
         seg.dead_files.add(fi)
         seg.dead_slots += hi - lo
         seg.dead_postings += int(counts.sum())
@@ -483,7 +506,7 @@ class SegmentIndex:
         if not ok.all() or not np.all(seg.postings[left].astype(np.int64) >> _TF_BITS == slots):
             return None
         terms, counts = np.unique(term_idx, return_counts=True)
-        if np.any(seg.df[terms] < counts):
+        if np.any(seg.term_df()[terms] < counts):
             return None
         return terms, counts
 
@@ -588,25 +611,28 @@ class SegmentIndex:
         alive = [s.alive() for s in segs]
         live_slots = [int(a.sum()) for a in alive]
         new_base = np.cumsum([0] + live_slots)
-        union = np.unique(np.concatenate([s.hashes[s.df > 0] for s in segs]))
+        dfs = [s.term_df() for s in segs]
+        union = np.sort(np.concatenate([s.hashes[d > 0] for s, d in zip(segs, dfs)]), kind="stable")  # sorted runs
+        if len(union):
+            union = union[np.r_[True, union[1:] != union[:-1]]]
         where = [np.searchsorted(union, s.hashes) for s in segs]
         cnt = np.zeros(len(union), dtype=np.int64)
-        for s, m in zip(segs, where):
-            live = s.df > 0
-            cnt[m[live]] += s.df[live]
+        for d, m in zip(dfs, where):
+            live = d > 0
+            cnt[m[live]] += d[live]
         out_off = np.zeros(len(union) + 1, dtype=np.int64)
         np.cumsum(cnt, out=out_off[1:])
         out = np.empty(int(out_off[-1]), dtype=np.uint32)
         cursor = out_off[:-1].copy()
-        for k, (s, m, al) in enumerate(zip(segs, where, alive)):
-            live = s.df > 0
+        for k, (s, m, al, sdf) in enumerate(zip(segs, where, alive, dfs)):
+            live = sdf > 0
             dest_start = np.zeros(len(s.hashes), dtype=np.int64)
             dest_start[live] = cursor[m[live]]
-            cursor[m[live]] += s.df[live]
+            cursor[m[live]] += sdf[live]
             all_alive = s.dead_slots == 0
             shift = np.uint32(int(new_base[k]) << _TF_BITS)
             remap = None if all_alive else (np.cumsum(al) - 1 + int(new_base[k])).astype(np.uint32)
-            df = s.df.astype(np.int64)
+            df = sdf.astype(np.int64)
             t_bounds = np.searchsorted(s.offsets, np.arange(0, len(s.postings), _BLOCK), side="right") - 1
             t_bounds = np.unique(np.r_[t_bounds, len(s.hashes)].clip(0, len(s.hashes)))
             for t0, t1 in zip(t_bounds[:-1].tolist(), t_bounds[1:].tolist()):
@@ -665,9 +691,9 @@ class SegmentIndex:
             idx, pos = seg.find(hashes)
             if not len(pos):
                 continue
-            live = seg.df[idx]
             starts = seg.offsets[idx]
             ends = seg.offsets[idx + 1]
+            live = seg.df[idx] if seg.df is not None else ends - starts
             for k, d, a, b in zip(pos.tolist(), live.tolist(), starts.tolist(), ends.tolist()):
                 if d > 0:
                     dfs[k] += d
@@ -876,6 +902,10 @@ class SegmentIndex:
 
     # -- inspection ----------------------------------------------------------------------
 
+    def document_frequency(self, term: str) -> int:
+        """Live chunks whose body has ``term`` (an index term, e.g. from ``tokenize``)."""
+        return self._lookup([term])[0][0]
+
     def __len__(self) -> int:
         return self._n
 
@@ -987,7 +1017,7 @@ class SegmentIndex:
                 alive = seg.alive()
                 seg.dead_slots = int(seg.n_slots - alive.sum())
                 dead_df = seg.dead_df(alive)
-                seg.df -= dead_df.astype(np.int32)
+                seg.live_df()[:] -= dead_df.astype(np.int32)
                 seg.dead_postings = int(dead_df.sum())
             for fi, fid in enumerate(seg.file_ids):
                 if fi in dead:

@@ -374,7 +374,9 @@ class Segindex:
         self.dir: Path | None = None
         self.written = 0  # bytes handed to storage over the whole build (lifetime rewrite volume)
         self.worst_add = (0.0, 0, 0)  # (seconds incl. merges and serialising, bytes to write, file no)
+        self.biggest_add = (0.0, 0, 0)  # the same for the add that wrote the most bytes
         self.persist_s = 0.0
+        self.adds: dict[str, float] = {}
 
     def _apply(self) -> int:
         t0 = time.perf_counter()
@@ -394,17 +396,23 @@ class Segindex:
         self.dir = path
         path.mkdir(parents=True, exist_ok=True)
         spent = 0.0
+        times = []
         for f in range(corpus.n_files):
             chunks = corpus.file_chunks(f)
             t0 = time.perf_counter()
             self.idx.add_file(sc.file_id(f), chunks)
             t1 = time.perf_counter()
+            times.append(t1 - t0)
             p0 = self.persist_s
             size = self._apply()
             took = t1 - t0 + self.persist_s - p0
             spent += t1 - t0
             if took > self.worst_add[0]:
                 self.worst_add = (took, size, f)
+            if size > self.biggest_add[1]:
+                self.biggest_add = (took, size, f)
+        self.adds = {"p50_ms": statistics.median(times) * 1000, "p99_ms": pct(times, 0.99) * 1000,
+                     "last_1000_mean_ms": statistics.mean(times[-1000:]) * 1000}
         return spent
 
     def search(self, q: str) -> list[str]:
@@ -433,7 +441,9 @@ class Segindex:
         st = self.idx.stats()
         return {"segments": st["segments"], "index_bytes_mib": mib(st["bytes"]),
                 "lifetime_written_mib": mib(self.written), "persist_total_s": self.persist_s,
-                "worst_add_s": self.worst_add[0], "worst_add_write_mib": mib(self.worst_add[1])}
+                "worst_add_s": self.worst_add[0], "worst_add_write_mib": mib(self.worst_add[1]),
+                "biggest_add_s": self.biggest_add[0], "biggest_add_write_mib": mib(self.biggest_add[1]),
+                "adds": self.adds}
 
     def remove_slow_ms(self, f: int) -> float:
         t0 = time.perf_counter()
@@ -733,7 +743,9 @@ def print_table(results: list[dict[str, Any]]) -> None:
         if "worst_add_s" in r:
             print(f"  {r['candidate']} {r['chunks']:,}: {r['segments']} segments, {r['index_bytes_mib']:.0f} MiB "
                   f"(stats), worst single add incl. merges + serialising {r['worst_add_s']:.2f} s and "
-                  f"{r['worst_add_write_mib']:.1f} MiB to write, written over the build "
+                  f"{r['worst_add_write_mib']:.1f} MiB to write; the biggest write {r['biggest_add_write_mib']:.1f} MiB "
+                  f"in {r['biggest_add_s']:.2f} s; add_file p50/p99 {r['adds']['p50_ms']:.1f}/{r['adds']['p99_ms']:.1f} ms "
+                  f"(mean of the last 1,000: {r['adds']['last_1000_mean_ms']:.1f} ms); written over the build "
                   f"{r['lifetime_written_mib']:,.0f} MiB (serialising {r['persist_total_s']:.1f} s), "
                   f"delete without tokens {r['delete_slow_ms']:.1f} ms")
     for r in results:

@@ -536,25 +536,27 @@ class SegmentIndex:
         for name in ("_lens", "_alive"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype)
-            new[: self._n_slots] = old[: self._n_slots]
+            keep = min(self._n_slots, cap)
+            new[:keep] = old[:keep]
             setattr(self, name, new)
         self._scores = np.zeros(cap, dtype=np.float64)
 
-    def _relayout(self) -> None:
-        """Global slot numbers after segments were merged or dropped."""
-        base = 0
-        for seg in self._segments:
+    def _relayout(self, start: int = 0) -> None:
+        """Global slot numbers after segments from list position ``start`` on were merged or
+        dropped (merges mostly touch the newest, smallest segments at the end of the list)."""
+        segs = self._segments
+        start = min(start, len(segs))
+        base = segs[start - 1].base + segs[start - 1].n_slots if start else 0
+        for seg in segs[start:]:
             seg.base = base
             base += seg.n_slots
-        self._n_slots = base
-        cap = base + max(1024, base // 8)
-        self._lens = np.zeros(cap, dtype=np.uint32)
-        self._alive = np.zeros(cap, dtype=bool)
-        for seg in self._segments:
+        if base > len(self._lens) or base < len(self._lens) // 2:
+            self._grow(base + max(1024, base // 8))
+        for seg in segs[start:]:
             self._lens[seg.base : seg.base + seg.n_slots] = seg.lens
             self._alive[seg.base : seg.base + seg.n_slots] = seg.alive()
-        self._scores = np.zeros(cap, dtype=np.float64)
-        self._dead_total = sum(s.dead_slots for s in self._segments)
+        self._n_slots = base
+        self._dead_total = sum(s.dead_slots for s in segs)
 
     def _forget(self, seg: _Segment) -> None:
         if seg.name in self._persisted:
@@ -563,22 +565,21 @@ class SegmentIndex:
         self._unsaved.discard(seg.name)
 
     def _maintain(self) -> None:
-        changed = False
+        first_changed = len(self._segments)
         while True:
             empty = [s for s in self._segments if s.n_files and len(s.dead_files) == s.n_files]
             if empty:
                 for seg in empty:
+                    first_changed = min(first_changed, self._segments.index(seg))
                     self._segments.remove(seg)
                     self._forget(seg)
-                changed = True
                 continue
             plan = self._next_merge()
             if plan is None:
                 break
-            self._merge(plan)
-            changed = True
-        if changed:
-            self._relayout()
+            first_changed = min(first_changed, self._merge(plan))
+        if first_changed < len(self._segments) or self._n_slots != sum(s.n_slots for s in self._segments):
+            self._relayout(first_changed)
 
     def _next_merge(self) -> list[_Segment] | None:
         for seg in self._segments:
@@ -604,7 +605,7 @@ class SegmentIndex:
                 return pick
         return None
 
-    def _merge(self, segs: list[_Segment]) -> None:
+    def _merge(self, segs: list[_Segment]) -> int:
         """Replace ``segs`` (in list order) by one segment without their dead slots, placed
         where the first of them was. A linear k-way scatter: each input's term runs are copied
         behind the earlier inputs' runs of the same term, so runs stay ascending by slot."""
@@ -678,6 +679,7 @@ class SegmentIndex:
         for fi, fid in enumerate(files):
             self._files[fid] = (merged, fi)
         self._unsaved.add(merged.name)
+        return at
 
     # -- queries -------------------------------------------------------------------------
 

@@ -72,11 +72,11 @@ class Corpus:
         assert self.idx.remove_file(fid, self.tokens[fid] if with_chunks else None)
         del self.files[fid], self.tokens[fid]
 
-    def text_of(self) -> dict[str, tuple[str, str]]:
-        return {cid: (text, heading) for chunks in self.files.values() for cid, text, heading in chunks}
+    def text_of(self) -> dict[str, tuple[str, str, str]]:
+        return {cid: (text, heading, fid) for fid, chunks in self.files.items() for cid, text, heading in chunks}
 
 
-def assert_same_results(ref: BM25Index, idx: SegmentIndex, texts: dict[str, tuple[str, str]],
+def assert_same_results(ref: BM25Index, idx: SegmentIndex, texts: dict[str, tuple[str, str, str]],
                         file_ids: set[str] | None = None, queries: list[str] = QUERIES) -> None:
     for q in queries:
         for k in (1, 5, 10_000):
@@ -96,7 +96,8 @@ def assert_same_results(ref: BM25Index, idx: SegmentIndex, texts: dict[str, tupl
             for h in got:
                 if file_ids is not None:
                     assert h.file_id in file_ids
-                text, heading = texts[h.chunk_id]
+                text, heading, fid = texts[h.chunk_id]
+                assert h.file_id == fid
                 assert (h.coverage, h.body_coverage) == pytest.approx(coverages(weights, text, heading), rel=1e-12)
 
 

@@ -89,7 +89,9 @@ __all__ = [
     "TokenizedChunk",
     "decode_tokenized",
     "encode_tokenized",
+    "counts_towards_length",
     "coverages",
+    "idf",
     "normalise_scores",
     "query_terms",
     "stem",
@@ -783,8 +785,19 @@ def _df(postings: int | array | None) -> int:
     return 1 if postings.__class__ is int else len(postings)
 
 
-def _idf(n: int, df: int) -> float:
+def idf(n: int, df: int) -> float:
+    """BM25 idf of a term in ``df`` of ``n`` chunks (shared with ``lucidrag.segindex``)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+_idf = idf
+
+
+def counts_towards_length(term: str) -> bool:
+    """Whether a document term counts in its chunk's BM25 length: not a single CJK character
+    (the document-side unigrams) and not a heading-field term. ``BM25Index.add_tokenized``
+    applies the same rule inline (shared with ``lucidrag.segindex``)."""
+    return (len(term) > 1 or term < "\u1100") and term[:1] != HEADING_FIELD
 
 
 def coverage(weights: dict[str, float], text: str) -> float:

@@ -5,6 +5,7 @@
     /work/wt/.venv-scale/bin/pip install -r requirements.txt bm25s tantivy numpy psutil
     /work/wt/.venv-scale/bin/python scripts/bench_index_candidates.py --chunks 10000,100000
     /work/wt/.venv-scale/bin/python scripts/bench_index_candidates.py --chunks 1000000 --candidates lucidrag,tantivy,csr
+    /work/wt/.venv-scale/bin/python scripts/bench_index_candidates.py --chunks 100000,1000000 --candidates lucidrag,segindex
     /work/wt/.venv-scale/bin/python scripts/bench_index_candidates.py --records 10000,100000
 
 Corpus: scripts/scale_corpus.py (deterministic; files of 20 chunks of 200-400 characters: English
@@ -20,6 +21,9 @@ Candidates:
             tokenizer, freqs without positions), delete by term on a raw `file` field, 1 thread
   csr       scripts/csr_index.py: numpy arrays (64-bit term hashes, packed uint32 postings,
             log-structured segments, alive flags, exact live df)
+  segindex  lucidrag/segindex.py, the product version of csr: scores like lucidrag (heading
+            field, query shares, MaxScore), tombstones, merge policy, manifest + segment blobs
+            applied to the snapshot directory after every add/delete as plugin storage would
 
 Each (candidate, size) is measured in fresh subprocesses: "build" (build, queries, save, delete
 one file, add one file) and "load" (the restart: read the snapshot's parts and open it). RSS
@@ -356,7 +360,106 @@ class Csr:
         return self
 
 
-CANDIDATES = {"lucidrag": Lucidrag, "bm25s": Bm25s, "tantivy": Tantivy, "csr": Csr}
+class Segindex:
+    """lucidrag.segindex.SegmentIndex, persisted the way the plugin does it: after every add or
+    delete, take_changes() is applied to a storage stand-in (here the snapshot directory: new
+    segments, then the manifest, then the dropped segments are deleted)."""
+
+    name = "segindex"
+
+    def __init__(self) -> None:
+        from lucidrag.segindex import SegmentIndex
+
+        self.idx = SegmentIndex()
+        self.dir: Path | None = None
+        self.written = 0  # bytes handed to storage over the whole build (lifetime rewrite volume)
+        self.worst_add = (0.0, 0, 0)  # (seconds incl. merges and serialising, bytes to write, file no)
+        self.biggest_add = (0.0, 0, 0)  # the same for the add that wrote the most bytes
+        self.persist_s = 0.0
+        self.adds: dict[str, float] = {}
+
+    def _apply(self) -> int:
+        t0 = time.perf_counter()
+        ch = self.idx.take_changes()
+        size = sum(map(len, ch.new_segments.values())) + len(ch.manifest)
+        self.persist_s += time.perf_counter() - t0
+        if self.dir is not None:
+            for k, v in ch.new_segments.items():
+                (self.dir / k).write_bytes(v)
+            (self.dir / "manifest").write_bytes(ch.manifest)
+            for k in ch.dropped_segments:
+                (self.dir / k).unlink()
+        self.written += size
+        return size
+
+    def build(self, corpus: sc.TokenizedCorpus, path: Path) -> float:
+        self.dir = path
+        path.mkdir(parents=True, exist_ok=True)
+        spent = 0.0
+        times = []
+        for f in range(corpus.n_files):
+            chunks = corpus.file_chunks(f)
+            t0 = time.perf_counter()
+            self.idx.add_file(sc.file_id(f), chunks)
+            t1 = time.perf_counter()
+            times.append(t1 - t0)
+            p0 = self.persist_s
+            size = self._apply()
+            took = t1 - t0 + self.persist_s - p0
+            spent += t1 - t0
+            if took > self.worst_add[0]:
+                self.worst_add = (took, size, f)
+            if size > self.biggest_add[1]:
+                self.biggest_add = (took, size, f)
+        self.adds = {"p50_ms": statistics.median(times) * 1000, "p99_ms": pct(times, 0.99) * 1000,
+                     "last_1000_mean_ms": statistics.mean(times[-1000:]) * 1000}
+        return spent
+
+    def search(self, q: str) -> list[str]:
+        return [h.chunk_id for h in self.idx.search(q, 10)]
+
+    def n(self) -> int:
+        return len(self.idx)
+
+    def df(self, term: str) -> int:
+        return self.idx.document_frequency(term)
+
+    def delete(self, f: int, chunks: list) -> None:
+        self.idx.remove_file(sc.file_id(f), chunks)
+
+    def add(self, f: int, chunks: list) -> None:
+        self.idx.add_file(sc.file_id(f), chunks)
+
+    def save(self, d: Path) -> dict[str, int]:
+        self._apply()
+        return dir_files(d)
+
+    def persist_after_change(self, d: Path, before: dict[str, int]) -> int:
+        return self._apply()
+
+    def extra(self) -> dict[str, Any]:
+        st = self.idx.stats()
+        return {"segments": st["segments"], "index_bytes_mib": mib(st["bytes"]),
+                "lifetime_written_mib": mib(self.written), "persist_total_s": self.persist_s,
+                "worst_add_s": self.worst_add[0], "worst_add_write_mib": mib(self.worst_add[1]),
+                "biggest_add_s": self.biggest_add[0], "biggest_add_write_mib": mib(self.biggest_add[1]),
+                "adds": self.adds}
+
+    def remove_slow_ms(self, f: int) -> float:
+        t0 = time.perf_counter()
+        self.idx.remove_file(sc.file_id(f), None)
+        return (time.perf_counter() - t0) * 1000
+
+    @classmethod
+    def load(cls, files: dict[str, bytes], tmp: Path) -> Segindex:
+        from lucidrag.segindex import SegmentIndex
+
+        self = cls()
+        self.idx = SegmentIndex.load(files["manifest"], files)
+        return self
+
+
+CANDIDATES = {"lucidrag": Lucidrag, "bm25s": Bm25s, "tantivy": Tantivy, "csr": Csr, "segindex": Segindex}
 
 
 # ============================================================================ workers
@@ -368,7 +471,7 @@ def worker_build(cand: str, n: int, cache: Path, nq: int) -> dict[str, Any]:
     snap.parent.mkdir(parents=True, exist_ok=True)
     r0 = rss()
     c = CANDIDATES[cand]()
-    if cand == "tantivy":
+    if cand in ("tantivy", "segindex"):
         build_s = c.build(corpus, snap)
     else:
         build_s = c.build(corpus)
@@ -427,6 +530,11 @@ def worker_build(cand: str, n: int, cache: Path, nq: int) -> dict[str, Any]:
         out["persist_bytes_after_delete_add"] = sum(before.values())
     if cand == "bm25s":  # an exact delete/add = rebuild without the file
         out["rebuild_s"] = build_s
+    if hasattr(c, "remove_slow_ms"):  # delete without the file's tokens (record lost)
+        out["delete_slow_ms"] = c.remove_slow_ms(victim + 1)
+        c.persist_after_change(snap, before)
+    if hasattr(c, "extra"):
+        out.update(c.extra())
     out["rss_end_mib"] = mib(rss())
     return out
 
@@ -631,6 +739,15 @@ def print_table(results: list[dict[str, Any]]) -> None:
                 v = f"{mib(v):.2f} MiB"
             cells.append(fmt(v, nd))
         print("| " + " | ".join(cells) + " |")
+    for r in results:
+        if "worst_add_s" in r:
+            print(f"  {r['candidate']} {r['chunks']:,}: {r['segments']} segments, {r['index_bytes_mib']:.0f} MiB "
+                  f"(stats), worst single add incl. merges + serialising {r['worst_add_s']:.2f} s and "
+                  f"{r['worst_add_write_mib']:.1f} MiB to write; the biggest write {r['biggest_add_write_mib']:.1f} MiB "
+                  f"in {r['biggest_add_s']:.2f} s; add_file p50/p99 {r['adds']['p50_ms']:.1f}/{r['adds']['p99_ms']:.1f} ms "
+                  f"(mean of the last 1,000: {r['adds']['last_1000_mean_ms']:.1f} ms); written over the build "
+                  f"{r['lifetime_written_mib']:,.0f} MiB (serialising {r['persist_total_s']:.1f} s), "
+                  f"delete without tokens {r['delete_slow_ms']:.1f} ms")
     for r in results:
         if "by_kind" in r:
             print(f"  {r['candidate']} {r['chunks']:,} p50/p95 ms by query kind: " + ", ".join(

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext  # noqa: E402
 
 from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
-from scale_host import ScaleHostBase, make_host  # noqa: E402
+from scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
 from tests.conftest import MODEL, Harness, runtime_loop  # noqa: E402
 from tests.fakes import LoopStallMonitor  # noqa: E402
 
@@ -88,6 +88,9 @@ def snapshot_ok(directory: Path) -> bool:
     try:
         info = json.loads((directory / "info.json").read_text())
     except (OSError, ValueError):
+        return False
+    if info.get("snapshot_format") != SNAPSHOT_FORMAT:
+        print(f"build: {directory.name} is an older snapshot format; building it again", flush=True)
         return False
     if info.get("plugin_source") != plugin_source():
         print(f"build: {directory.name} was built by other plugin code; building it again", flush=True)
@@ -165,6 +168,7 @@ async def build(args: argparse.Namespace, sizes: list[int]) -> None:
                 return await ingest(h, KB, n)
         for start in range(done_files, bulk_end, 1000):
             chunks += sum(await asyncio.gather(*(one(n) for n in range(start, min(bulk_end, start + 1000)))))
+            rss.phase = f"the build, at {min(bulk_end, start + 1000) * CHUNKS_PER_FILE:,} chunks"
             el = time.perf_counter() - t0
             print(f"  build {args.backend}: {min(bulk_end, start + 1000):,} files, "
                   f"{chunks:,} chunks this stage, {el:.0f} s ({chunks / max(el, 1e-9):,.0f} chunks/s)", flush=True)
@@ -190,7 +194,7 @@ async def build(args: argparse.Namespace, sizes: list[int]) -> None:
             shutil.rmtree(out)
         host.save(out)
         info = {
-            "plugin_source": plugin_source(), "build_rss_mib": mib(rss.now()),
+            "plugin_source": plugin_source(), "snapshot_format": SNAPSHOT_FORMAT, "build_rss_mib": mib(rss.now()),
             "backend": args.backend, "size": size, "files": files, "dim": args.dim, "stored_vectors": stored,
             "bulk": {"chunks": bulk_chunks, "s": round(bulk_s, 1), "concurrency": args.concurrency},
             "sample": {"files": len(walls), "chunks": sample_chunks, "wall_s": sum(walls), "host_s": sum(hosts),
@@ -277,10 +281,11 @@ async def measure(directory: Path, args: argparse.Namespace) -> dict[str, Any]:
     calls0 = Counter(host.calls)
     h0 = host.host_s
     async with LoopStallMonitor() as monitor:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         response = await h.retrieve(KB, queries[0])
-        first_s = time.perf_counter() - t
-    out["first_query"] = {"wall_s": round(first_s, 3), "longest_stall_ms": round(monitor.longest * 1000, 1),
+        first_s, cpu = time.perf_counter() - t, time.process_time() - cpu
+    out["first_query"] = {"wall_s": round(first_s, 3), "cpu_s": round(cpu, 3),
+                          "longest_stall_ms": round(monitor.longest * 1000, 1),
                           "host_s": round(host.host_s - h0, 3), "results": len(response.results),
                           "host_calls": delta(host.calls, calls0)}
     out["rss_after_first_query_mib"] = mib(rss.now() - host_rss)
@@ -341,14 +346,21 @@ async def measure(directory: Path, args: argparse.Namespace) -> dict[str, Any]:
     async with LoopStallMonitor() as monitor:
         await h.component.on_knowledge_base_delete(KB)
         hook_s = time.perf_counter() - t
-        invocations = 1
-        while (host.count(KB) or host.kb_storage_keys(KB)) and invocations < args.max_invocations:
+        after_hook = (host.count(KB), len(host.kb_storage_keys(KB)))
+        if not args.kb_row_kept:
+            host.deleted_kbs.add(KB)  # what LangBot 4.11.2 does once the hook returned
+        invocations, stuck, left = 1, 0, after_hook
+        while any(left) and invocations < args.max_invocations and stuck < args.stuck_invocations:
             await h.retrieve(BYSTANDER, "pump valve pressure")
             invocations += 1
+            now = (host.count(KB), len(host.kb_storage_keys(KB)))
+            stuck = stuck + 1 if now == left else 0
+            left = now
     out["delete_kb"] = {
         "hook_s": round(hook_s, 2), "total_s": round(time.perf_counter() - t, 2), "invocations": invocations,
         "longest_stall_ms": round(monitor.longest * 1000, 1), "host_calls": delta(host.calls, calls0),
-        "vectors_left": host.count(KB), "keys_left": len(host.kb_storage_keys(KB)),
+        "left_after_hook": {"vectors": after_hook[0], "keys": after_hook[1]},
+        "kb_row_kept": args.kb_row_kept, "vectors_left": left[0], "keys_left": left[1],
     }
     out["ingest"] = ingest_row(info)
     out["call_latency_ms"] = args.call_latency_ms
@@ -387,7 +399,8 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [
         ("plugin RSS (steady / peak)", TARGETS["rss"], f"{r['rss_mib']:,.0f} / {r['rss_peak_mib']:,.0f} MiB"),
         ("first query after a restart", TARGETS["first_query"],
-         f"{fq['wall_s']:.2f} s, {sum(fq['host_calls'].values()):,} host calls ({reads:,} storage reads)"),
+         f"{fq['wall_s']:.2f} s (CPU {fq.get('cpu_s', float('nan')):.2f} s), "
+         f"{sum(fq['host_calls'].values()):,} host calls ({reads:,} storage reads)"),
         ("  longest loop stall during it", TARGETS["stall"], f"{fq['longest_stall_ms']:.0f} ms"),
         ("keyword top-10 p95 (wall)", TARGETS["keyword_p95"],
          f"{kw['wall_p95_ms']:.1f} ms (p50 {kw['wall_p50_ms']:.1f})"),
@@ -401,8 +414,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
          f"{df['wall_ms_median']:.0f} ms median ({df['engine_ms_median']:.0f} ms engine), "
          f"{sum(df['host_calls_each'].values())} host calls, stall {df['longest_stall_ms']:.0f} ms, left {df['left']}"),
         ("delete the KB", TARGETS["delete_kb"],
-         f"{dk['invocations']} invocations, {dk['total_s']:.1f} s (hook {dk['hook_s']:.1f} s), "
-         f"{sum(dk['host_calls'].values()):,} host calls, left {dk['vectors_left']} vectors / {dk['keys_left']} keys"),
+         f"{dk['invocations']} invocations, {dk['total_s']:.1f} s (hook {dk['hook_s']:.1f} s, then left "
+         f"{dk['left_after_hook']['vectors']:,} vectors / {dk['left_after_hook']['keys']:,} keys), "
+         f"{sum(dk['host_calls'].values()):,} host calls, left {dk['vectors_left']:,} vectors / {dk['keys_left']:,} keys"),
     ]
 
 
@@ -413,7 +427,9 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     table = [rows(r) for r in by_size]
     model = done[0]["ingest"]["model"] if done else "—"
     lines = [f"backend: {by_size[0]['backend']}; host call latency {args.call_latency_ms:g} ms; "
-             f"ingest sample: {model}", "",
+             f"ingest sample: {model}; after the KB delete hook, vector calls for the KB "
+             + ("still work (--kb-row-kept)" if args.kb_row_kept else "are refused, as LangBot 4.11.2 deletes its row"),
+             "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, name in enumerate(ROW_NAMES):
         target = next((t[i][1] for t in table if t[i][1]), "")
@@ -453,6 +469,11 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--delete-files", type=int, default=5)
     ap.add_argument("--max-invocations", type=int, default=5000)
+    ap.add_argument("--stuck-invocations", type=int, default=30,
+                    help="stop the KB deletion after this many invocations that removed nothing")
+    ap.add_argument("--kb-row-kept", action="store_true",
+                    help="let vector calls for the deleted KB keep working after its delete hook "
+                         "(LangBot 4.11.2 deletes the KB row then, and refuses them)")
     ap.add_argument("--call-latency-ms", type=float, default=1.0)
     ap.add_argument("--embed-latency-ms", type=float, default=150.0)
     ap.add_argument("--embed-per-text-ms", type=float, default=1.0)
@@ -486,7 +507,8 @@ def main() -> int:
             cmd = [sys.executable, __file__, "--measure", str(args.state_dir / f"{args.backend}-{size}"),
                    "--queries", str(args.queries), "--delete-files", str(args.delete_files),
                    "--max-invocations", str(args.max_invocations), "--call-latency-ms", str(args.call_latency_ms),
-                   "--rss-limit-mib", str(args.rss_limit_mib)]
+                   "--rss-limit-mib", str(args.rss_limit_mib), "--stuck-invocations", str(args.stuck_invocations)]
+            cmd += ["--kb-row-kept"] if args.kb_row_kept else []
             print(f"measure: {args.backend} {size:,} chunks (fresh process = plugin restart)", flush=True)
             proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -53,6 +53,7 @@ HOST_METHODS = ("invoke_embedding", "invoke_rerank", "vector_upsert", "vector_se
                 "vector_list", "get_knowledge_file_stream", "set_plugin_storage", "get_plugin_storage",
                 "get_plugin_storage_keys", "delete_plugin_storage")
 _MULT = np.uint32(2654435761)
+SNAPSHOT_FORMAT = 2  # bump when save/load change
 
 
 def fast_embed(text: str, dim: int) -> list[float]:
@@ -94,6 +95,15 @@ class ScaleHostBase(FakeHost):
         self.host_s = 0.0
         self.embed_latency_s = 0.0
         self.embed_per_text_s = 0.0
+        self.deleted_kbs: set[str] = set()  # KBs whose row LangBot deleted: vector calls refused
+
+    async def _call(self, method: str, **kwargs: Any) -> None:
+        await super()._call(method, **kwargs)
+        if kwargs.get("collection_id") in self.deleted_kbs:
+            # LangBot 4.11.2 deletes the KB's row once on_knowledge_base_delete returns
+            # (api/http/service/knowledge.py), and every vector action first resolves the
+            # collection to that row (rag/service/runtime.py _resolve_knowledge_base_uuid).
+            raise HostError("Knowledge base not found")
 
     def restart_plugin(self) -> None:
         """A new plugin process over the same host state: a fresh engine, nothing carried over."""
@@ -163,7 +173,7 @@ class _Collection:
         cap = len(self.alive)
         if need <= cap:
             return
-        new = max(need, cap * 2)
+        new = max(need, cap * 2, 1024)
         for name in ("vectors", "norms", "alive"):
             old = getattr(self, name)
             arr = np.zeros((new,) + old.shape[1:], old.dtype)
@@ -230,9 +240,28 @@ class _Collection:
         return np.array([r for r in np.flatnonzero(self.alive[: self.n]) if matches(filters, self.meta(int(r)))],
                         dtype=np.int64)
 
-    def compact(self) -> tuple[np.ndarray, list[str], list[bytes]]:
-        rows = np.flatnonzero(self.alive[: self.n])
-        return self.vectors[rows], [self.ids[r] for r in rows], [self.metas[r] for r in rows]  # type: ignore[misc]
+    def compact(self) -> tuple[np.ndarray, tuple[list, list, list]]:
+        rows = np.flatnonzero(self.alive[: self.n]).tolist()
+        return self.vectors[rows], ([self.ids[r] for r in rows], [self.metas[r] for r in rows],
+                                    [self.files[r] for r in rows])
+
+    @classmethod
+    def restore(cls, dim: int, vectors: np.ndarray, ids: list[str], metas: list[bytes],
+                files: list[str | None]) -> _Collection:
+        """From `compact`'s output, without decoding any metadata (no transient garbage that the
+        plugin would later reuse, which would make the host's share of RSS look larger)."""
+        c = cls(dim, 0)
+        n = len(ids)
+        c.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        c.norms = (c.vectors * c.vectors).sum(axis=1)
+        c.alive = np.ones(n, bool)
+        c.n = c.live = n
+        c.ids, c.metas, c.files = list(ids), list(metas), list(files)
+        c.row_of = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        for row, file_id in enumerate(files):
+            if file_id is not None:
+                c.rows_of_file.setdefault(file_id, []).append(row)
+        return c
 
 
 @_timed
@@ -329,10 +358,10 @@ class NumpyHost(ScaleHostBase):
     def save(self, directory: Path) -> None:
         super().save(directory)
         for collection_id, collection in self.store.items():
-            vectors, ids, metas = collection.compact()
+            vectors, rows = collection.compact()
             np.save(directory / f"vectors-{collection_id}.npy", vectors)
             with open(directory / f"rows-{collection_id}.pickle", "wb") as f:
-                pickle.dump((ids, metas), f, protocol=5)
+                pickle.dump(rows, f, protocol=5)
         (directory / "collections.json").write_text(json.dumps({c: self.dims[c] for c in self.store}))
 
     def load(self, directory: Path) -> None:
@@ -340,10 +369,8 @@ class NumpyHost(ScaleHostBase):
         for collection_id, dim in json.loads((directory / "collections.json").read_text()).items():
             vectors = np.load(directory / f"vectors-{collection_id}.npy")
             with open(directory / f"rows-{collection_id}.pickle", "rb") as f:
-                ids, metas = pickle.load(f)
-            collection = _Collection(dim, max(1024, len(ids)))
-            collection.add(ids, vectors, [json.loads(m) for m in metas])
-            self.store[collection_id] = collection
+                ids, metas, files = pickle.load(f)
+            self.store[collection_id] = _Collection.restore(dim, vectors, ids, metas, files)
             self.dims[collection_id] = dim
 
 

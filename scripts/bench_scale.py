@@ -4,7 +4,7 @@ chunks), driven through the plugin's real hooks (the component's ingest / retrie
 delete_document / on_knowledge_base_delete, inside the SDK's invocation and blocking-work scopes,
 exactly as tests/conftest.Harness does), on the fake host or on Milvus Lite.
 
-    PY=/work/wt/.venv-scale/bin/python    # numpy, psutil (+ pymilvus, milvus-lite for --backend milvus)
+    PY=/work/wt/.venv-scale/bin/python    # numpy (+ pymilvus, milvus-lite for --backend milvus); Linux (/proc)
     $PY scripts/bench_scale.py                                     # small default: 2,000 chunks, fake host
     nice $PY scripts/bench_scale.py --sizes 10000,100000 --state-dir ~/.cache/lucidrag-scale/bench --reuse
     nice $PY scripts/bench_scale.py --sizes 10000,100000,1000000 --state-dir ... --reuse --backend milvus
@@ -13,7 +13,7 @@ Per size it BUILDS the state (ingest through the hooks; sizes are built one afte
 process, each continuing the last; the files are scripts/scale_corpus.py's, as Markdown with one
 heading per chunk so each file is exactly 20 chunks) and saves a snapshot of the host state
 (plugin storage + vector DB) under --state-dir/<backend>-<size>; --reuse skips the build when the
-snapshot is there. Then it MEASURES in a fresh process (a plugin restart over that host state;
+snapshot is there and was built by the same plugin code. Then it MEASURES in a fresh process (a plugin restart over that host state;
 RSS is that process's): first query after the restart, keyword and hybrid queries, deleting files,
 deleting the KB. It prints every row of issue 12's target table, and how each grows from size to
 size (docs/BENCHMARKS.md, "Scale", says what each row means).

@@ -1,260 +1,538 @@
 #!/usr/bin/env python3
-"""Scale: one KB of N documents x M chunks through the real component (tests.conftest.Harness).
+"""Issue 12's scale benchmark: one knowledge base of up to 1,000,000 chunks (50,000 files x 20
+chunks), driven through the plugin's real hooks (the component's ingest / retrieve /
+delete_document / on_knowledge_base_delete, inside the SDK's invocation and blocking-work scopes,
+exactly as tests/conftest.Harness does), on the fake host or on Milvus Lite.
 
-  .venv/bin/python scripts/bench_scale.py --backend fake   --docs 5000 --chunks 20
-  .venv/bin/python scripts/bench_scale.py --backend milvus --docs 5000 --chunks 20   # needs milvus-lite
+    PY=/work/wt/.venv-scale/bin/python    # numpy (+ pymilvus, milvus-lite for --backend milvus); Linux (/proc)
+    $PY scripts/bench_scale.py                                     # small default: 2,000 chunks, fake host
+    nice $PY scripts/bench_scale.py --sizes 10000,100000 --state-dir ~/.cache/lucidrag-scale/bench --reuse
+    nice $PY scripts/bench_scale.py --sizes 10000,100000,1000000 --state-dir ... --reuse --backend milvus
 
-`fake` is tests/fakes.FakeHost (Chroma-like, hash embedder). `milvus` is the same fake host with
-its vector calls served by a real in-process Milvus Lite `MilvusClient`, doing what LangBot
-4.11.2's adapter (langbot/pkg/vector/vdbs/milvus.py) does: the same schema (id, vector, text,
-file_id, chunk_uuid), COSINE AUTOINDEX, `insert` + `load_collection` per upsert, filters reduced
-to the kept fields, one `delete(filter='file_id == ...')` per file id, `query` with offset/limit.
+Per size it BUILDS the state (ingest through the hooks; sizes are built one after the other in one
+process, each continuing the last; the files are scripts/scale_corpus.py's, as Markdown with one
+heading per chunk so each file is exactly 20 chunks) and saves a snapshot of the host state
+(plugin storage + vector DB) under --state-dir/<backend>-<size>; --reuse skips the build when the
+snapshot is there and was built by the same plugin code. Then it MEASURES in a fresh process (a plugin restart over that host state;
+RSS is that process's): first query after the restart, keyword and hybrid queries, deleting files,
+deleting the KB. It prints every row of issue 12's target table, and how each grows from size to
+size (docs/BENCHMARKS.md, "Scale", says what each row means).
 
-Reports ingest throughput (chunks/s), host calls by method, the plugin process' peak memory
-(tracemalloc peak of Python allocations, and ru_maxrss of the whole process, which includes the
-in-process Milvus Lite), retrieval latency added by the engine (wall time minus time inside host
-calls), and how long on_knowledge_base_delete takes (budget 30 s; the engine continues in the
-background after 20 s -- the time until the background task is done is reported too).
+Host call latency during the measurement (`--call-latency-ms`, default 1 ms per call) stands for
+LangBot's IPC round trip; the embedding provider during the ingest sample is modelled as
+`--embed-latency-ms` per call + `--embed-per-text-ms` per text (defaults 150 + 1 ms: a hosted
+OpenAI-compatible model with the engine's 32-text batches). Both are stated in the output.
 """
+
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import hashlib
 import json
 import os
-import resource
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
-import tracemalloc
+import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-from tests.conftest import FakePlugin, Harness  # noqa: E402
+from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext  # noqa: E402
+
+from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
+from scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
+from tests.conftest import MODEL, Harness, runtime_loop  # noqa: E402
+from tests.fakes import LoopStallMonitor  # noqa: E402
 
 KB = "kb-scale-0000"
-WORDS = ("valve pump bearing gasket rotor stator flange impeller shaft coupling seal housing bolt "
-         "torque pressure flow meter sensor relay breaker cable conduit panel inverter battery").split()
+BYSTANDER = "kb-bystander"  # another KB of the installation: its requests are the "next invocations"
+CREATION = {"embedding_model_uuid": MODEL, "chunking": "structure", "chunk_size": 512, "chunk_overlap": 0}
+TARGETS = {
+    "rss": "≤ 1.5 GB at 1M", "first_query": "≤ 3 s at 100k / ≤ 30 s at 1M", "stall": "≤ 100 ms",
+    "keyword_p95": "≤ 50 ms at 1M", "hybrid_p95": "≤ 100 ms at 1M", "ingest_share": "≤ 10 %",
+    "delete_file": "O(chunks of the file)", "delete_kb": "complete, in slices, nothing left",
+}
+_NS = uuid.UUID("6f1c2b1e-12a0-4c59-9a51-000000000012")
 
 
-def document(i: int, chunks: int) -> bytes:
-    """`chunks` paragraphs of ~170 characters: with chunk_size=200, one chunk each."""
-    paras = []
-    for j in range(chunks):
-        w = [WORDS[(i * 7 + j * 3 + k) % len(WORDS)] for k in range(14)]
-        paras.append(f"Doc {i} section {j}: part P{i}-{j} " + " ".join(w) + f" rated {i % 97}.{j} units.")
-    return "\n\n".join(paras).encode()
+def document_id(n: int) -> str:
+    return str(uuid.uuid5(_NS, f"file-{n}"))
 
 
-class TimedHost(FakePlugin):
-    """Counts time spent inside host calls, so engine time = wall - host."""
-
-    host_time = 0.0
-
-    def __getattribute__(self, name: str) -> Any:
-        attr = super().__getattribute__(name)
-        if name in ("vector_upsert", "vector_search", "vector_delete", "vector_list", "invoke_embedding",
-                    "get_plugin_storage", "set_plugin_storage", "get_plugin_storage_keys",
-                    "delete_plugin_storage", "get_knowledge_file_stream"):
-            async def timed(*args: Any, **kwargs: Any) -> Any:
-                t0 = time.perf_counter()
-                try:
-                    return await attr(*args, **kwargs)
-                finally:
-                    TimedHost.host_time += time.perf_counter() - t0
-            return timed
-        return attr
+def markdown_file(n: int) -> bytes:
+    """scale_corpus file n: one `##` section per chunk (sections are never merged, each fits)."""
+    return "\n\n".join(f"## Part {n}-{j}\n\n{text}" for j, (_, text) in enumerate(generate_file(n))).encode()
 
 
-class MilvusLiteHost(TimedHost):
-    """FakeHost whose vector calls go to a real Milvus Lite, like LangBot's adapter."""
-
-    KEPT = {"text", "file_id", "chunk_uuid"}
-
-    def __init__(self, uri: str, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        from pymilvus import MilvusClient
-
-        self.client = MilvusClient(uri=uri)
-        self.made: set[str] = set()
-
-    def _name(self, collection_id: str) -> str:
-        n = collection_id.replace("-", "_")
-        return n if n[0].isalpha() or n[0] == "_" else "kb_" + n
-
-    def _ensure(self, collection_id: str, dim: int = 1536) -> str:
-        from pymilvus import CollectionSchema, DataType, FieldSchema
-        from pymilvus.milvus_client.index import IndexParams
-
-        name = self._name(collection_id)
-        if name in self.made:
-            return name
-        if not self.client.has_collection(collection_name=name):
-            fields = [FieldSchema(name="id", dtype=DataType.VARCHAR, is_primary=True, max_length=255),
-                      FieldSchema(name="vector", dtype=DataType.FLOAT_VECTOR, dim=dim),
-                      FieldSchema(name="text", dtype=DataType.VARCHAR, max_length=65535),
-                      FieldSchema(name="file_id", dtype=DataType.VARCHAR, max_length=255),
-                      FieldSchema(name="chunk_uuid", dtype=DataType.VARCHAR, max_length=255)]
-            self.client.create_collection(collection_name=name, schema=CollectionSchema(fields=fields),
-                                          metric_type="COSINE")
-            ip = IndexParams()
-            ip.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="COSINE")
-            self.client.create_index(collection_name=name, index_params=ip)
-        self.made.add(name)
-        return name
-
-    def _expr(self, filters: dict | None) -> str:
-        parts = []
-        for key, cond in (filters or {}).items():
-            key = {"uuid": "chunk_uuid"}.get(key, key)
-            if key not in self.KEPT:
-                continue  # the adapter drops it (and $and/$or) with a warning
-            op, value = next(iter(cond.items())) if isinstance(cond, dict) else ("$eq", cond)
-            lit = (lambda v: json.dumps(v) if isinstance(v, str) else str(v))
-            parts.append({"$eq": f"{key} == {lit(value)}", "$ne": f"{key} != {lit(value)}",
-                          "$in": f"{key} in [{', '.join(lit(v) for v in value)}]" if op == "$in" else "",
-                          "$nin": f"{key} not in [{', '.join(lit(v) for v in value)}]" if op == "$nin" else ""
-                          }.get(op, ""))
-        return " and ".join(p for p in parts if p)
-
-    async def vector_upsert(self, collection_id, vectors, ids, metadata=None, documents=None) -> None:
-        self._enter("vector_upsert", collection_id=collection_id, ids=ids)
-        name = self._ensure(collection_id, len(vectors[0]))
-        data = [{"id": i, "vector": v, "text": m["text"], "file_id": m["file_id"], "chunk_uuid": m["uuid"]}
-                for i, v, m in zip(ids, vectors, metadata or [])]
-        await asyncio.to_thread(self.client.insert, collection_name=name, data=data)
-        await asyncio.to_thread(self.client.load_collection, collection_name=name)
-
-    async def vector_search(self, collection_id, query_vector, top_k=5, filters=None, search_type="vector",
-                            query_text="", vector_weight=None):
-        self._enter("vector_search", collection_id=collection_id, filters=filters)
-        name = self._ensure(collection_id)
-        kwargs: dict[str, Any] = dict(collection_name=name, data=[query_vector], limit=top_k,
-                                      search_params={"metric_type": "COSINE", "params": {}},
-                                      output_fields=["text", "file_id", "chunk_uuid"])
-        expr = self._expr(filters)
-        if expr:
-            kwargs["filter"] = expr
-        res = await asyncio.to_thread(self.client.search, **kwargs)
-        return [{"id": h["id"], "distance": h["distance"],
-                 "metadata": {"text": h["entity"].get("text"), "file_id": h["entity"].get("file_id"),
-                              "uuid": h["entity"].get("chunk_uuid")}} for h in (res[0] if res else [])]
-
-    async def vector_delete(self, collection_id, file_ids=None, filters=None) -> int:
-        self._enter("vector_delete", collection_id=collection_id, file_ids=file_ids, filters=filters)
-        name = self._ensure(collection_id)
-        if file_ids:
-            for f in file_ids:  # the host calls delete_by_file_id once per id
-                await asyncio.to_thread(self.client.delete, collection_name=name, filter=f"file_id == {json.dumps(f)}")
-            return len(file_ids)
-        expr = self._expr(filters)
-        if expr:
-            await asyncio.to_thread(self.client.delete, collection_name=name, filter=expr)
-        return 0
-
-    async def vector_list(self, collection_id, filters=None, limit=20, offset=0):
-        self._enter("vector_list", collection_id=collection_id, filters=filters, offset=offset)
-        name = self._ensure(collection_id)
-        kwargs: dict[str, Any] = dict(collection_name=name, output_fields=["text", "file_id", "chunk_uuid"],
-                                      limit=limit, offset=offset)
-        expr = self._expr(filters)
-        if expr:
-            kwargs["filter"] = expr
-        rows = await asyncio.to_thread(self.client.query, **kwargs)
-        return {"items": [{"id": r["id"], "document": r.get("text"),
-                           "metadata": {"text": r.get("text"), "file_id": r.get("file_id"),
-                                        "uuid": r.get("chunk_uuid")}} for r in rows], "total": -1}
-
-    def count(self, collection_id: str) -> int:
-        name = self._name(collection_id)
-        if not self.client.has_collection(collection_name=name):
-            return 0
-        return int(self.client.query(collection_name=name, output_fields=["count(*)"])[0]["count(*)"])
+def plugin_source() -> str:
+    """A hash of the plugin's code: a snapshot is reused only by the code that built it (the
+    storage layout is the plugin's own)."""
+    digest = hashlib.sha256()
+    for path in sorted([*ROOT.glob("lucidrag/**/*.py"), *ROOT.glob("components/**/*.py")]):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    tmp = tempfile.mkdtemp(prefix="lucidrag-scale-")
-    if args.backend == "milvus":
-        host: TimedHost = MilvusLiteHost(os.path.join(tmp, "milvus.db"))
-        count = lambda: host.count(KB)  # noqa: E731
+def snapshot_ok(directory: Path) -> bool:
+    try:
+        info = json.loads((directory / "info.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if info.get("snapshot_format") != SNAPSHOT_FORMAT:
+        print(f"build: {directory.name} is an older snapshot format; building it again", flush=True)
+        return False
+    if info.get("plugin_source") != plugin_source():
+        print(f"build: {directory.name} was built by other plugin code; building it again", flush=True)
+        return False
+    return True
+
+
+def mib(b: float) -> float:
+    return round(b / 2**20, 1)
+
+
+def p95(values: list[float]) -> float:
+    s = sorted(values)
+    return s[max(0, int(round(0.95 * len(s))) - 1)] if s else float("nan")
+
+
+def delta(after: Counter, before: Counter) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in sorted(after.items()) if v - before.get(k, 0)}
+
+
+async def ingest(h: Harness, kb_id: str, n: int) -> int:
+    """File n through the component's ingest hook; the upload is gone afterwards, as on LangBot."""
+    data = markdown_file(n)
+    storage_path = f"v1/{kb_id}/{uuid.uuid4().hex}.md"
+    h.host.files[storage_path] = data
+    context = IngestionContext(
+        file_object=FileObject(
+            metadata=FileMetadata(filename=storage_path, file_size=len(data), mime_type="",
+                                  document_id=document_id(n), knowledge_base_id=kb_id),
+            storage_path=storage_path),
+        knowledge_base_id=kb_id, collection_id=kb_id, creation_settings=dict(CREATION))
+    try:
+        result = await h.component.ingest(context)
+    finally:
+        h.host.files.pop(storage_path, None)
+    if result.status.value != "completed":
+        raise RuntimeError(f"file {n} did not ingest: {result.error_message}")
+    return result.chunks_created or 0
+
+
+# ====================================================================== build
+async def build(args: argparse.Namespace, sizes: list[int]) -> None:
+    state_dir: Path = args.state_dir
+    ready = {s for s in sizes if args.reuse and snapshot_ok(state_dir / f"{args.backend}-{s}")}
+    todo = [s for s in sizes if s not in ready]
+    if not todo:
+        return
+    work = state_dir / f"{args.backend}-work"
+    start_from = max((s for s in ready if s < todo[0]), default=0)
+    rss = RssPeak(args.rss_limit_mib, "build")
+    if work.exists():
+        shutil.rmtree(work)
+    host = make_host(args.backend, args.dim, work if args.backend == "milvus" else None)
+    h = Harness(host)  # type: ignore[arg-type]
+    done_files = 0
+    if start_from:
+        host.load(state_dir / f"{args.backend}-{start_from}", work) if args.backend == "milvus" else \
+            host.load(state_dir / f"{args.backend}-{start_from}")
+        done_files = start_from // CHUNKS_PER_FILE
+        print(f"build: continuing from the {start_from:,}-chunk snapshot (a plugin restart)", flush=True)
     else:
-        host = TimedHost()
-        count = lambda: host.vector_count(KB)  # noqa: E731
-    h = Harness(host)
-    settings = {"chunking": "fixed", "chunk_size": 200, "chunk_overlap": 0}
-    tracemalloc.start()
-    TimedHost.host_time = 0.0
-    t0 = time.perf_counter()
-    sem = asyncio.Semaphore(args.concurrency)  # the host runs at most 8 ingestions at once
+        await h.component.on_knowledge_base_create(KB, dict(CREATION))
+        await h.component.on_knowledge_base_create(BYSTANDER, dict(CREATION))
+        await ingest(h, BYSTANDER, 10**7)
+    for size in todo:
+        files = size // CHUNKS_PER_FILE
+        sample = min(args.sample_files, max(1, (files - done_files) // 4))
+        bulk_end = files - sample
+        t0 = time.perf_counter()
+        chunks = 0
+        sem = asyncio.Semaphore(args.concurrency)  # LangBot runs up to 8 ingestions per workspace
 
-    async def one(i: int) -> int:
-        async with sem:
-            r = await h.ingest(KB, f"doc{i}.txt", document(i, args.chunks), settings=settings)
-            assert r.status.value == "completed", r.error_message
-            return r.chunks_created or 0
+        async def one(n: int) -> int:
+            async with sem:
+                return await ingest(h, KB, n)
+        for start in range(done_files, bulk_end, 1000):
+            chunks += sum(await asyncio.gather(*(one(n) for n in range(start, min(bulk_end, start + 1000)))))
+            rss.phase = f"the build, at {min(bulk_end, start + 1000) * CHUNKS_PER_FILE:,} chunks"
+            el = time.perf_counter() - t0
+            print(f"  build {args.backend}: {min(bulk_end, start + 1000):,} files, "
+                  f"{chunks:,} chunks this stage, {el:.0f} s ({chunks / max(el, 1e-9):,.0f} chunks/s)", flush=True)
+        bulk_s = time.perf_counter() - t0
+        bulk_chunks = chunks
+        # The ingest sample: one file at a time, so wall = plugin time + time inside host calls.
+        host.embed_latency_s, host.embed_per_text_s = args.embed_latency_ms / 1000, args.embed_per_text_ms / 1000
+        host.latency = args.call_latency_ms / 1000
+        walls, hosts, sample_chunks = [], [], 0
+        calls0 = Counter(host.calls)
+        for n in range(bulk_end, files):
+            h0 = host.host_s
+            t = time.perf_counter()
+            sample_chunks += await ingest(h, KB, n)
+            walls.append(time.perf_counter() - t)
+            hosts.append(host.host_s - h0)
+        host.embed_latency_s = host.embed_per_text_s = host.latency = 0.0
+        sample_calls = delta(host.calls, calls0)
+        done_files = files
+        stored = host.count(KB)
+        out = state_dir / f"{args.backend}-{size}"
+        if out.exists():
+            shutil.rmtree(out)
+        host.save(out)
+        info = {
+            "plugin_source": plugin_source(), "snapshot_format": SNAPSHOT_FORMAT, "build_rss_mib": mib(rss.now()),
+            "backend": args.backend, "size": size, "files": files, "dim": args.dim, "stored_vectors": stored,
+            "bulk": {"chunks": bulk_chunks, "s": round(bulk_s, 1), "concurrency": args.concurrency},
+            "sample": {"files": len(walls), "chunks": sample_chunks, "wall_s": sum(walls), "host_s": sum(hosts),
+                       "host_calls": sample_calls,
+                       "model": f"embedding {args.embed_latency_ms:g} ms/call + {args.embed_per_text_ms:g} ms/text, "
+                                f"other host calls {args.call_latency_ms:g} ms"},
+        }
+        (out / "info.json").write_text(json.dumps(info, indent=1))
+        print(f"build: saved {size:,} chunks ({stored:,} vectors) to {out}", flush=True)
+    rss.stop()
+    if args.backend == "milvus":
+        host.close()  # type: ignore[attr-defined]
+    shutil.rmtree(work, ignore_errors=True)
 
-    chunks = 0
-    for start in range(0, args.docs, 500):
-        chunks += sum(await asyncio.gather(*(one(i) for i in range(start, min(args.docs, start + 500)))))
-        print(f"  ingested {min(args.docs, start + 500)} docs, {chunks} chunks, "
-              f"{time.perf_counter() - t0:.0f}s", flush=True)
-    ingest_s = time.perf_counter() - t0
-    ingest_host_s = TimedHost.host_time
-    calls_ingest = dict(host.calls)
-    stored = count()
 
-    latencies, engine_ms = [], []
-    queries = [f"part P{(i * 37) % args.docs}-{i % args.chunks} {WORDS[i % len(WORDS)]} rated" for i in range(args.queries)]
-    await h.retrieve(KB, "warm up: loads the KB state")
-    for q in queries:
-        TimedHost.host_time = 0.0
-        t = time.perf_counter()
-        await h.retrieve(KB, q, settings={"top_k": 5})
-        wall = time.perf_counter() - t
-        latencies.append(wall * 1000)
-        engine_ms.append((wall - TimedHost.host_time) * 1000)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+# ====================================================================== measure (a fresh process)
+class RssPeak:
+    """Samples this process' RSS in a thread; `peak` since the last reset. Past `limit_mib` it
+    prints an ABORT line naming the phase and ends the process (the machine is shared)."""
 
-    before = dict(host.calls)
+    def __init__(self, limit_mib: float, phase: str, every: float = 0.05) -> None:
+        self.peak = 0
+        self.limit = limit_mib * 2**20
+        self.phase = phase
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def now() -> int:
+        with open("/proc/self/statm") as f:  # Linux; the second field is resident pages
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def reset(self) -> None:
+        self.peak = self.now()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            now = self.now()
+            self.peak = max(self.peak, now)
+            if now > self.limit:
+                print("ABORT " + json.dumps({"phase": self.phase, "rss_mib": mib(now)}), flush=True)
+                os._exit(3)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+async def timed_retrieve(h: Harness, host: ScaleHostBase, kb_id: str, query: str,
+                         settings: dict[str, Any]) -> tuple[float, float, int]:
+    h0 = host.host_s
     t = time.perf_counter()
-    await h.component.on_knowledge_base_delete(KB)
-    hook_s = time.perf_counter() - t
-    inst = host.engine.installation("dedicated")
-    if inst.background:
-        await asyncio.gather(*inst.background.values())
-    total_delete_s = time.perf_counter() - t
-    delete_calls = {k: v - before.get(k, 0) for k, v in host.calls.items() if v - before.get(k, 0)}
-    left = count()
-    return {
-        "backend": args.backend, "docs": args.docs, "chunks": chunks, "stored": stored,
-        "ingest_s": round(ingest_s, 1), "chunks_per_s": round(chunks / ingest_s),
-        "ingest_host_s": round(ingest_host_s, 1),
-        "host_calls_ingest": calls_ingest,
-        "tracemalloc_peak_mb": round(peak / 2**20), "ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "retrieve_ms_median": round(statistics.median(latencies), 1),
-        "engine_ms_median": round(statistics.median(engine_ms), 1),
-        "engine_ms_p95": round(sorted(engine_ms)[int(len(engine_ms) * 0.95) - 1], 1),
-        "kb_delete_hook_s": round(hook_s, 2), "kb_delete_total_s": round(total_delete_s, 2),
-        "kb_delete_calls": delete_calls, "vectors_left": left,
+    response = await h.retrieve(kb_id, query, settings=settings)
+    wall = time.perf_counter() - t
+    return wall, wall - (host.host_s - h0), len(response.results)
+
+
+async def measure(directory: Path, args: argparse.Namespace) -> dict[str, Any]:
+    info = json.loads((directory / "info.json").read_text())
+    size, files = info["size"], info["files"]
+    rss = RssPeak(args.rss_limit_mib, "loading the host state")
+    gc.collect()
+    rss_bare = rss.now()
+    host = make_host(info["backend"], info["dim"])
+    work = Path(tempfile.mkdtemp(prefix="lucidrag-scale-measure-"))
+    if info["backend"] == "milvus":
+        host.load(directory, work)  # type: ignore[call-arg]
+    else:
+        host.load(directory)
+    host.count(KB)
+    gc.collect()
+    host_rss = rss.now() - rss_bare  # what the fake host's state adds to this process
+    host.latency = args.call_latency_ms / 1000
+    host.restart_plugin()
+    h = Harness(host)  # type: ignore[arg-type]
+    queries = [q for _, q in make_queries(size, args.queries)]
+    out: dict[str, Any] = {"backend": info["backend"], "chunks": size, "files": files, "vectors": info["stored_vectors"],
+                           "host_rss_mib": mib(host_rss), "bare_rss_mib": mib(rss_bare)}
+    rss.reset()
+    rss.phase = "the first query after the restart"
+
+    # 1. the first query after the restart (default retrieval settings: hybrid, top 5)
+    calls0 = Counter(host.calls)
+    h0 = host.host_s
+    async with LoopStallMonitor() as monitor:
+        t, cpu = time.perf_counter(), time.process_time()
+        response = await h.retrieve(KB, queries[0])
+        first_s, cpu = time.perf_counter() - t, time.process_time() - cpu
+    out["first_query"] = {"wall_s": round(first_s, 3), "cpu_s": round(cpu, 3),
+                          "longest_stall_ms": round(monitor.longest * 1000, 1),
+                          "host_s": round(host.host_s - h0, 3), "results": len(response.results),
+                          "host_calls": delta(host.calls, calls0)}
+    out["rss_after_first_query_mib"] = mib(rss.now() - host_rss)
+
+    # 2. keyword top-10 and 3. hybrid (default) queries, with the loop watched throughout
+    longest = 0.0
+    rss.phase = "keyword and hybrid queries"
+    for mode, settings in (("keyword", {"search_mode": "keyword", "top_k": 10}),
+                           ("hybrid", {"search_mode": "hybrid", "top_k": 5})):
+        walls, engine, stalls, empty = [], [], [], 0
+        for q in queries:
+            async with LoopStallMonitor() as monitor:
+                wall, own, n = await timed_retrieve(h, host, KB, q, settings)
+            walls.append(wall * 1000)
+            engine.append(own * 1000)
+            stalls.append(monitor.longest * 1000)
+            empty += n == 0
+        longest = max(longest, max(stalls))
+        out[mode] = {"queries": len(queries), "wall_p50_ms": round(statistics.median(walls), 2),
+                     "wall_p95_ms": round(p95(walls), 2), "engine_p50_ms": round(statistics.median(engine), 2),
+                     "engine_p95_ms": round(p95(engine), 2), "stall_p95_ms": round(p95(stalls), 1),
+                     "stall_max_ms": round(max(stalls), 1), "no_result": empty}
+    out["query_longest_stall_ms"] = round(longest, 1)
+    gc.collect()
+    out["rss_mib"] = mib(rss.now() - host_rss)
+    out["rss_peak_mib"] = mib(rss.peak - host_rss)
+
+    # 4. deleting single files (spread over the KB)
+    rss.phase = "deleting files"
+    picks = sorted({(files * k) // (args.delete_files + 1) for k in range(1, args.delete_files + 1)})
+    deletes = []
+    for n in picks:
+        fid = document_id(n)
+        calls0 = Counter(host.calls)
+        h0 = host.host_s
+        async with LoopStallMonitor() as monitor:
+            t = time.perf_counter()
+            ok = await h.component.delete_document(KB, fid)
+            wall = time.perf_counter() - t
+        deletes.append({"ok": ok, "wall_ms": round(wall * 1000, 1), "engine_ms": round((wall - host.host_s + h0) * 1000, 1),
+                        "stall_ms": round(monitor.longest * 1000, 1), "host_calls": delta(host.calls, calls0),
+                        "vectors_left": host.count(KB, fid), "keys_left": len(host.kb_storage_keys(fid))})
+    out["delete_file"] = {
+        "files": len(deletes), "all_ok": all(d["ok"] for d in deletes),
+        "wall_ms_median": statistics.median(d["wall_ms"] for d in deletes),
+        "engine_ms_median": statistics.median(d["engine_ms"] for d in deletes),
+        "longest_stall_ms": max(d["stall_ms"] for d in deletes),
+        "host_calls_each": deletes[0]["host_calls"],
+        "host_calls_max": max(sum(d["host_calls"].values()) for d in deletes),
+        "left": sum(d["vectors_left"] + d["keys_left"] for d in deletes),
     }
+
+    # 5. deleting the whole KB: the hook, then the installation's next requests (retrieves on
+    # another KB) until the vector DB and plugin storage hold nothing of it.
+    rss.phase = "deleting the KB"
+    calls0 = Counter(host.calls)
+    t = time.perf_counter()
+    async with LoopStallMonitor() as monitor:
+        await h.component.on_knowledge_base_delete(KB)
+        hook_s = time.perf_counter() - t
+        after_hook = (host.count(KB), len(host.kb_storage_keys(KB)))
+        if not args.kb_row_kept:
+            host.deleted_kbs.add(KB)  # what LangBot 4.11.2 does once the hook returned
+        invocations, stuck, left = 1, 0, after_hook
+        while any(left) and invocations < args.max_invocations and stuck < args.stuck_invocations:
+            await h.retrieve(BYSTANDER, "pump valve pressure")
+            invocations += 1
+            now = (host.count(KB), len(host.kb_storage_keys(KB)))
+            stuck = stuck + 1 if now == left else 0
+            left = now
+    out["delete_kb"] = {
+        "hook_s": round(hook_s, 2), "total_s": round(time.perf_counter() - t, 2), "invocations": invocations,
+        "longest_stall_ms": round(monitor.longest * 1000, 1), "host_calls": delta(host.calls, calls0),
+        "left_after_hook": {"vectors": after_hook[0], "keys": after_hook[1]},
+        "kb_row_kept": args.kb_row_kept, "vectors_left": left[0], "keys_left": left[1],
+    }
+    out["ingest"] = ingest_row(info)
+    out["call_latency_ms"] = args.call_latency_ms
+    rss.stop()
+    if info["backend"] == "milvus":
+        host.close()  # type: ignore[attr-defined]
+    shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def ingest_row(info: dict[str, Any]) -> dict[str, Any]:
+    s = info["sample"]
+    plugin_s = s["wall_s"] - s["host_s"]
+    return {"bulk_chunks_per_s": round(info["bulk"]["chunks"] / max(info["bulk"]["s"], 1e-9)),
+            "bulk_concurrency": info["bulk"]["concurrency"],
+            "sample_files": s["files"], "plugin_ms_per_file": round(plugin_s / max(s["files"], 1) * 1000, 1),
+            "host_ms_per_file": round(s["host_s"] / max(s["files"], 1) * 1000, 1),
+            "plugin_share_pct": round(100 * plugin_s / max(s["wall_s"], 1e-9), 1), "model": s["model"],
+            "host_calls_per_file": {k: round(v / max(s["files"], 1), 2) for k, v in s["host_calls"].items()}}
+
+
+# ====================================================================== report
+ROW_NAMES = ("plugin RSS (steady / peak)", "first query after a restart", "  longest loop stall during it",
+             "keyword top-10 p95 (wall)", "hybrid retrieve, engine-added p95", "  longest loop stall over all queries",
+             "ingest: plugin's share of wall", "delete one file", "delete the KB")
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(row, target, value) for issue 12's table."""
+    if "aborted" in r:
+        a = r["aborted"]
+        return [(name, "", f"aborted: RSS {a['rss_mib']:,.0f} MiB during {a['phase']}" if i == 0 else "—")
+                for i, name in enumerate(ROW_NAMES)]
+    fq, kw, hy, df, dk, ing = r["first_query"], r["keyword"], r["hybrid"], r["delete_file"], r["delete_kb"], r["ingest"]
+    reads = fq["host_calls"].get("get_plugin_storage", 0)
+    return [
+        ("plugin RSS (steady / peak)", TARGETS["rss"], f"{r['rss_mib']:,.0f} / {r['rss_peak_mib']:,.0f} MiB"),
+        ("first query after a restart", TARGETS["first_query"],
+         f"{fq['wall_s']:.2f} s (CPU {fq.get('cpu_s', float('nan')):.2f} s), "
+         f"{sum(fq['host_calls'].values()):,} host calls ({reads:,} storage reads)"),
+        ("  longest loop stall during it", TARGETS["stall"], f"{fq['longest_stall_ms']:.0f} ms"),
+        ("keyword top-10 p95 (wall)", TARGETS["keyword_p95"],
+         f"{kw['wall_p95_ms']:.1f} ms (p50 {kw['wall_p50_ms']:.1f})"),
+        ("hybrid retrieve, engine-added p95", TARGETS["hybrid_p95"],
+         f"{hy['engine_p95_ms']:.1f} ms (p50 {hy['engine_p50_ms']:.1f}; wall p95 {hy['wall_p95_ms']:.1f})"),
+        ("  longest loop stall over all queries", TARGETS["stall"], f"{r['query_longest_stall_ms']:.0f} ms"),
+        ("ingest: plugin's share of wall", TARGETS["ingest_share"],
+         f"{ing['plugin_share_pct']:.1f} % ({ing['plugin_ms_per_file']:.0f} ms plugin / "
+         f"{ing['host_ms_per_file']:.0f} ms host per 20-chunk file)"),
+        ("delete one file", TARGETS["delete_file"],
+         f"{df['wall_ms_median']:.0f} ms median ({df['engine_ms_median']:.0f} ms engine), "
+         f"{sum(df['host_calls_each'].values())} host calls, stall {df['longest_stall_ms']:.0f} ms, left {df['left']}"),
+        ("delete the KB", TARGETS["delete_kb"],
+         f"{dk['invocations']} invocations, {dk['total_s']:.1f} s (hook {dk['hook_s']:.1f} s, then left "
+         f"{dk['left_after_hook']['vectors']:,} vectors / {dk['left_after_hook']['keys']:,} keys), "
+         f"{sum(dk['host_calls'].values()):,} host calls, left {dk['vectors_left']:,} vectors / {dk['keys_left']:,} keys"),
+    ]
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    by_size = sorted(results, key=lambda r: r["chunks"])
+    done = [r for r in by_size if "aborted" not in r]
+    head = ["row", "target"] + [f"{r['chunks']:,}" for r in by_size]
+    table = [rows(r) for r in by_size]
+    model = done[0]["ingest"]["model"] if done else "—"
+    lines = [f"backend: {by_size[0]['backend']}; host call latency {args.call_latency_ms:g} ms; "
+             f"ingest sample: {model}; after the KB delete hook, vector calls for the KB "
+             + ("still work (--kb-row-kept)" if args.kb_row_kept else "are refused, as LangBot 4.11.2 deletes its row"),
+             "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, name in enumerate(ROW_NAMES):
+        target = next((t[i][1] for t in table if t[i][1]), "")
+        lines.append("| " + " | ".join([name, target] + [t[i][2] for t in table]) + " |")
+    if len(done) > 1:
+        lines += ["", "growth (each size over the one before):"]
+        pairs = list(zip(done, done[1:]))
+        metrics = [("plugin RSS", lambda r: r["rss_mib"]),
+                   ("first query wall", lambda r: r["first_query"]["wall_s"]),
+                   ("first query stall", lambda r: r["first_query"]["longest_stall_ms"]),
+                   ("keyword p95", lambda r: r["keyword"]["wall_p95_ms"]),
+                   ("hybrid engine p95", lambda r: r["hybrid"]["engine_p95_ms"]),
+                   ("ingest plugin ms/file", lambda r: r["ingest"]["plugin_ms_per_file"]),
+                   ("delete file wall", lambda r: r["delete_file"]["wall_ms_median"]),
+                   ("delete file host calls", lambda r: sum(r["delete_file"]["host_calls_each"].values())),
+                   ("delete KB invocations", lambda r: r["delete_kb"]["invocations"]),
+                   ("delete KB wall", lambda r: r["delete_kb"]["total_s"])]
+        for name, get in metrics:
+            steps = ", ".join(f"{b['chunks'] // a['chunks']}x chunks → {get(b) / get(a):.1f}x" if get(a) else
+                              f"{b['chunks'] // a['chunks']}x chunks → n/a" for a, b in pairs)
+            lines.append(f"- {name}: {steps}")
+    return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=("fake", "milvus"), default="fake")
-    ap.add_argument("--docs", type=int, default=5000)
-    ap.add_argument("--chunks", type=int, default=27, help="paragraphs per document (27 -> 20 chunks of <= 200 chars)")
-    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--sizes", "--chunks", default="2000",
+                    help="comma-separated KB sizes in chunks (multiples of 20), e.g. 10000,100000,1000000")
+    ap.add_argument("--state-dir", type=Path, default=None,
+                    help="where snapshots of the built host state go (default: a temp dir, deleted)")
+    ap.add_argument("--reuse", action="store_true", help="skip building a size whose snapshot exists")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--dim", type=int, default=32)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--sample-files", type=int, default=50, help="files of the sequential ingest sample")
+    ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--delete-files", type=int, default=5)
+    ap.add_argument("--max-invocations", type=int, default=5000)
+    ap.add_argument("--stuck-invocations", type=int, default=30,
+                    help="stop the KB deletion after this many invocations that removed nothing")
+    ap.add_argument("--kb-row-kept", action="store_true",
+                    help="let vector calls for the deleted KB keep working after its delete hook "
+                         "(LangBot 4.11.2 deletes the KB row then, and refuses them)")
+    ap.add_argument("--call-latency-ms", type=float, default=1.0)
+    ap.add_argument("--embed-latency-ms", type=float, default=150.0)
+    ap.add_argument("--embed-per-text-ms", type=float, default=1.0)
+    ap.add_argument("--rss-limit-mib", type=float, default=8000,
+                    help="end a build or measurement whose RSS passes this (reported as aborted)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument("--measure", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    result = asyncio.run(run(args))
-    print(json.dumps(result, indent=1))
-    return 0 if result["vectors_left"] == 0 and result["stored"] == result["chunks"] else 1
+
+    if args.measure is not None:  # the child process: one restart over one snapshot
+        loop = runtime_loop()
+        result = loop.run_until_complete(measure(args.measure, args))
+        loop.close()
+        print("RESULT " + json.dumps(result), flush=True)
+        return 0
+
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    if any(s % CHUNKS_PER_FILE or s <= 0 for s in sizes):
+        ap.error(f"sizes must be positive multiples of {CHUNKS_PER_FILE}")
+    temporary = args.state_dir is None
+    args.state_dir = Path(tempfile.mkdtemp(prefix="lucidrag-scale-")) if temporary else args.state_dir.expanduser()
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        loop = runtime_loop()
+        loop.run_until_complete(build(args, sizes))
+        loop.close()
+        if args.build_only:
+            return 0
+        results = []
+        for size in sizes:
+            cmd = [sys.executable, __file__, "--measure", str(args.state_dir / f"{args.backend}-{size}"),
+                   "--queries", str(args.queries), "--delete-files", str(args.delete_files),
+                   "--max-invocations", str(args.max_invocations), "--call-latency-ms", str(args.call_latency_ms),
+                   "--rss-limit-mib", str(args.rss_limit_mib), "--stuck-invocations", str(args.stuck_invocations)]
+            cmd += ["--kb-row-kept"] if args.kb_row_kept else []
+            print(f"measure: {args.backend} {size:,} chunks (fresh process = plugin restart)", flush=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+            aborted = [ln for ln in proc.stdout.splitlines() if ln.startswith("ABORT ")]
+            if aborted:
+                results.append({"backend": args.backend, "chunks": size, "aborted": json.loads(aborted[-1][6:])})
+                print(json.dumps(results[-1]), flush=True)
+                continue
+            if proc.returncode or not lines:
+                sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-5000:])
+                return 1
+            results.append(json.loads(lines[-1][len("RESULT "):]))
+            print(json.dumps(results[-1]), flush=True)
+        text = report(results, args)
+        print()
+        print(text)
+        if args.json:
+            args.json.write_text(json.dumps({"results": results, "report": text}, indent=1))
+        bad = [r for r in results if "aborted" in r or r["delete_kb"]["vectors_left"] or r["delete_kb"]["keys_left"]
+               or r["delete_file"]["left"] or not r["delete_file"]["all_ok"]]
+        return 1 if bad else 0
+    finally:
+        if temporary:
+            shutil.rmtree(args.state_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

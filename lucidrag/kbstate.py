@@ -142,8 +142,10 @@ class KnowledgeBaseState:
             for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
                                                 LOAD_CONCURRENCY):
                 if record is not None:
-                    self.records.put(record)
                     out[record.file_id] = record
+                    if self.trust_records and record.file_id in (self.stored_ids or ()):
+                        continue  # storage has its record and failed to read it: never overwrite it
+                    self.records.put(record)
                     if await store.save_record(record):
                         if self.stored_ids is not None:
                             self.stored_ids.add(record.file_id)

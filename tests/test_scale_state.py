@@ -192,3 +192,22 @@ async def test_bulk_uploads_save_the_kb_settings_once_not_per_file(harness: Harn
     await ingest_manuals(harness, 5)
     assert writes.count(settings_key(KB)) == 1
     assert host.storage.get(settings_key(KB))
+
+
+async def test_a_failed_record_read_never_overwrites_the_stored_record(harness: Harness, host):
+    """Milvus keeps only text and file_id: a record rebuilt from the vectors has no headings or
+    parents. A query whose storage read fails answers from the vectors, but keeps the stored record."""
+    from lucidrag.storage_keys import file_record_key
+
+    milvus = FakePlugin.milvus()
+    h = Harness(milvus)
+    result = await h.ingest(KB, "guide.md", b"# Pump guide\n\n## Seals\n\nReplace the PX-9 seal every 300 hours.")
+    key = file_record_key(KB, result.document_id)
+    stored = milvus.storage[key]
+    back = restarted(milvus)
+    back.host.fail("get_plugin_storage", when=lambda key, **_: "/file/" in key)
+
+    texts = await back.texts(KB, "PX-9 seal", settings={"search_mode": "hybrid", "top_k": 1})
+
+    assert texts and "PX-9" in texts[0]
+    assert milvus.storage[key] == stored

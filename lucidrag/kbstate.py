@@ -221,6 +221,14 @@ class KnowledgeBaseState:
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
                 gone = sorted(indexed - self.stored_ids - self.in_flight - self.journals)
+                if len(gone) > max(16, len(indexed) // 2):
+                    # Not a few deletes the snapshot missed: it belongs to other records. Removing
+                    # files one by one without their terms would cost more than indexing afresh.
+                    logger.warning("kb=%s: the keyword index snapshot does not match the stored records; "
+                                   "indexing from the records", self.kb_id)
+                    self.pending_drops |= set(SegmentIndex.manifest_segment_names(
+                        (await run_blocking(self.index.take_changes)).manifest))
+                    self.index, indexed, gone = SegmentIndex(), set(), []
                 for file_id in gone:  # deleted while the snapshot could not be updated
                     await run_blocking(self.index.remove_file, file_id, None)
                 self.index_dirty = self.index_dirty or bool(gone)

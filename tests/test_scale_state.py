@@ -211,3 +211,30 @@ async def test_a_failed_record_read_never_overwrites_the_stored_record(harness: 
 
     assert texts and "PX-9" in texts[0]
     assert milvus.storage[key] == stored
+
+
+async def test_a_snapshot_that_does_not_match_the_records_is_replaced_not_trusted(harness: Harness, host,
+                                                                                 monkeypatch):
+    """Files removed without their terms cost a scan of their segment each (tens of ms at 1M
+    chunks): a snapshot missing most of its records is replaced, not pruned file by file."""
+    from lucidrag.segindex import SegmentIndex
+
+    ids = await ingest_manuals(harness, 40)
+    blind_removals = []
+    real_remove = SegmentIndex.remove_file
+
+    def remove_file(self, file_id, chunks=None):
+        if chunks is None:
+            blind_removals.append(file_id)
+        return real_remove(self, file_id, chunks)
+
+    monkeypatch.setattr(SegmentIndex, "remove_file", remove_file)
+    for file_id in ids[:30]:  # e.g. records restored from an older backup than the snapshot
+        for key in [k for k in host.storage if k.endswith(f"/file/{file_id}")]:
+            del host.storage[key]
+    back = restarted(host)
+    texts = await back.texts(KB, "PX-37-3", settings={"search_mode": "keyword", "top_k": 1})
+    state = state_of(back)
+    assert "PX-37-3" in texts[0]
+    assert state.known_files() == set(ids[30:]) and blind_removals == []
+    assert not any("PX-3-3" in t for t in await back.texts(KB, "PX-3-3", settings={"search_mode": "keyword"}))

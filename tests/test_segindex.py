@@ -116,7 +116,9 @@ def small_merges(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_scores_order_and_coverage_equal_the_reference_index(small_merges):
+@pytest.mark.parametrize("lookup_ratio", [0, 8, 1 << 30])  # MaxScore's look-ups: never, sometimes, always one pass
+def test_scores_order_and_coverage_equal_the_reference_index(small_merges, monkeypatch, lookup_ratio):
+    monkeypatch.setattr(segindex, "_LOOKUP_RATIO", lookup_ratio)
     c = Corpus()
     for f in range(80):
         c.add(f"doc-{f}", uuids=f % 4 != 0)

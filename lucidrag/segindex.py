@@ -931,8 +931,11 @@ class SegmentIndex:
         return set(self._files)
 
     def chunk_count(self, file_id: str) -> int:
-        """Chunks of an indexed file (``KeyError`` if it is not indexed)."""
-        seg, fi = self._files[file_id]
+        """Chunks of an indexed file; 0 if it is not indexed (``in`` tells the two apart)."""
+        entry = self._files.get(file_id)
+        if entry is None:
+            return 0
+        seg, fi = entry
         lo, hi = seg.file_range(fi)
         return hi - lo
 

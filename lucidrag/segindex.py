@@ -81,6 +81,9 @@ BASE_POSTINGS = 4096  # level 0: segments below BASE_POSTINGS * MERGE_FACTOR liv
 MAX_SEGMENT_POSTINGS = 1 << 25  # ~128 MiB of postings: the largest segment a merge builds
 PURGE_DEAD_SHARE = 0.3  # rewrite a segment alone once this share of its slots is dead
 _BLOCK = 1 << 22  # postings per vectorised block in merges and scans (bounds temporary memory)
+# MaxScore's look-up phase binary-searches a term's postings for each remaining candidate unless
+# the candidates outnumber 1/_LOOKUP_RATIO of the postings: then one pass over them is cheaper
+_LOOKUP_RATIO = 8
 
 _SEG_MAGIC = b"LRSG"
 _MANIFEST_MAGIC = b"LRSM"
@@ -830,8 +833,18 @@ class SegmentIndex:
             cands = cands[dense[cands] + rest[j] >= theta]
             if not len(cands):
                 break
-            cands.sort()
             _, _, runs, w, norm, coef = plist[j]
+            if len(cands) * _LOOKUP_RATIO > sum(b - a for _, a, b in runs):
+                # one pass; a chunk with no score yet is no candidate, and one pruned earlier
+                # is not in ``cands`` any more, so what it gets here is never read
+                slots, tf = self._gather(runs)
+                keep = dense[slots] > 0.0
+                slots, tf = slots[keep], tf[keep]
+                dense[slots] += w * tf / (tf + norm + coef * lens[slots])
+                if len(cands) >= top_k:
+                    theta = max(theta, float(np.partition(dense[cands], len(cands) - top_k)[len(cands) - top_k]))
+                continue
+            cands.sort()
             for seg, a, b in runs:
                 lo, hi = np.searchsorted(cands, [seg.base, seg.base + seg.n_slots]).tolist()
                 if lo == hi:
@@ -918,8 +931,11 @@ class SegmentIndex:
         return set(self._files)
 
     def chunk_count(self, file_id: str) -> int:
-        """Chunks of an indexed file (``KeyError`` if it is not indexed)."""
-        seg, fi = self._files[file_id]
+        """Chunks of an indexed file; 0 if it is not indexed (``in`` tells the two apart)."""
+        entry = self._files.get(file_id)
+        if entry is None:
+            return 0
+        seg, fi = entry
         lo, hi = seg.file_range(fi)
         return hi - lo
 

@@ -3,8 +3,10 @@ reference), stays exact through removes, merges and restarts, and rejects snapsh
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import zlib
 
 import pytest
 
@@ -116,7 +118,9 @@ def small_merges(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_scores_order_and_coverage_equal_the_reference_index(small_merges):
+@pytest.mark.parametrize("lookup_ratio", [0, 8, 1 << 30])  # MaxScore's look-ups: never, sometimes, always one pass
+def test_scores_order_and_coverage_equal_the_reference_index(small_merges, monkeypatch, lookup_ratio):
+    monkeypatch.setattr(segindex, "_LOOKUP_RATIO", lookup_ratio)
     c = Corpus()
     for f in range(80):
         c.add(f"doc-{f}", uuids=f % 4 != 0)
@@ -326,3 +330,26 @@ def test_empty_files_and_empty_queries():
     ch = idx.take_changes()
     back = SegmentIndex.load(ch.manifest, ch.new_segments)
     assert back.file_ids() == {"empty", "one"} and back.remove_file("empty", [])
+
+
+def _tampered(manifest: bytes, change) -> bytes:
+    body = json.loads(zlib.decompress(manifest[5:]))
+    change(body)
+    return manifest[:5] + zlib.compress(json.dumps(body).encode())
+
+
+def test_load_rejects_a_manifest_that_does_not_fit_its_segments():
+    c = Corpus(12)
+    for f in range(6):
+        c.add(f"doc-{f}")
+    ch = c.idx.take_changes()
+    segs = ch.new_segments
+    first = lambda body: body["segments"][0]  # noqa: E731
+    for change in (lambda b: first(b).update(dead=[99]),  # a tombstone for a file the segment lacks
+                   lambda b: b["segments"].append(dict(first(b))),  # the same segment twice
+                   lambda b: first(b).update(crc=first(b)["crc"] ^ 1),
+                   lambda b: first(b).pop("bytes")):
+        with pytest.raises(ValueError):
+            SegmentIndex.load(_tampered(ch.manifest, change), segs)
+    assert SegmentIndex.load(_tampered(ch.manifest, lambda b: None), segs).file_ids() == c.idx.file_ids()
+    assert c.idx.chunk_count("missing") == 0 and "missing" not in c.idx

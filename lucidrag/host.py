@@ -144,6 +144,12 @@ def is_transient(error: BaseException) -> bool:
     return _TRANSIENT.search(str(error)) is not None
 
 
+def is_kb_gone(error: BaseException) -> bool:
+    """LangBot deletes a KB's row right after `on_knowledge_base_delete` returns; every vector call
+    for it is then refused with "Knowledge base not found" (pkg/rag/service/runtime.py)."""
+    return "knowledge base not found" in str(error).lower()
+
+
 def connection_lost(error: BaseException) -> HostConnectionLost:
     return HostConnectionLost(
         f"The connection to LangBot was lost ({describe(error)}). "

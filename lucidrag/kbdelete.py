@@ -1,10 +1,12 @@
-"""Removing every vector of a deleted knowledge base, in bounded steps across invocations.
+"""Removing every vector and key of a deleted knowledge base, in bounded steps.
 
-LangBot deletes a KB without touching its vectors and gives `on_knowledge_base_delete` ~30 s; a
-task that outlives its invocation cannot call the host any more (SDK 0.7.18). So a deletion is a
-resumable job: each `step` is one backend round trip; the hook runs steps until its budget is
-spent, and every later invocation of the installation runs a few more (engine's upkeep) until the
-vector DB lists nothing for the KB. A marker in plugin storage lets a restarted plugin resume it.
+LangBot deletes a KB without touching its vectors, gives `on_knowledge_base_delete` 30 s, then
+deletes the KB's row, after which it refuses every vector call for that KB; a task that outlives
+its invocation cannot call the host any more (SDK 0.7.18). So the vectors must go inside the hook
+(one filter delete removes them all on every adapter), and the rest is a resumable job: each
+`step` is one round trip; the hook runs steps until its budget is spent, and later invocations of
+the installation run more (engine's upkeep) until the KB's plugin-storage keys are gone too. A
+marker in plugin storage lets a restarted plugin resume it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from .host import HostApi, describe, with_retries
+from .host import HostApi, describe, is_kb_gone, with_retries
 from .store import KbStore
 from .vectorscan import LIST_PAGE, file_ids_of
 
@@ -22,13 +24,24 @@ DELETE_BATCH = 100  # file ids per vector_delete(file_ids=...): the host deletes
 FILTER_DELETE_BATCH = 500  # file ids per vector_delete(filters={"file_id": {"$in": ...}}): one backend call
 
 
+ALL_VECTORS = {"file_id": {"$ne": ""}}  # every vector LucidRAG wrote (all carry a file_id)
+
+
 class KbDeletion:
+    """Vectors first, all in one filter delete when the backend takes it (every LangBot adapter
+    translates `$ne`), then file by file from what the vector DB still lists; then the KB's
+    plugin-storage keys. LangBot deletes the KB's row as soon as the hook returns and refuses
+    vector calls for it from then on, so vectors are only reachable inside the hook; the keys
+    (tens of thousands for a big KB) are finished by later hooks."""
+
     def __init__(self, kb_id: str, known_file_ids: list[str]) -> None:
         self.kb_id = kb_id
         self.known = known_file_ids  # files we have records of: deleted by filter, 500 per call
         self.position = 0
+        self.bulk: bool | None = None  # whether the one-call delete of every vector worked
         self.tried: set[str] = set()  # files found by listing and deleted by id
         self.deleted = 0
+        self.vectors_done = False
         self.done = False
         self.started = time.monotonic()
 
@@ -39,7 +52,35 @@ class KbDeletion:
         return self.done
 
     async def step(self, host: HostApi, deadline: float) -> None:
-        if self.position < len(self.known):
+        if not self.vectors_done:
+            try:
+                await self._vector_step(host)
+            except Exception as error:  # noqa: BLE001 - classified: a KB LangBot already dropped
+                if not is_kb_gone(error):
+                    raise
+                logger.warning("kb=%s: LangBot has removed the knowledge base, so the vectors it may "
+                               "still hold can no longer be reached; removing LucidRAG's own data", self.kb_id)
+                self.vectors_done = True
+            return
+        if not await KbStore(host, self.kb_id).delete_everything(deadline):
+            return  # plugin-storage keys left (budget, or storage failed): the next run continues
+        self.done = True
+        logger.info("kb=%s: knowledge base removed (%d files, %.1f s)", self.kb_id, self.deleted,
+                    time.monotonic() - self.started)
+
+    async def _vector_step(self, host: HostApi) -> None:
+        if self.bulk is None:
+            try:
+                await with_retries(lambda: host.vector_delete(self.kb_id, filters=ALL_VECTORS))
+                self.bulk = True
+            except Exception as error:  # noqa: BLE001 - the file-by-file passes catch what is left
+                if is_kb_gone(error):
+                    raise
+                self.bulk = False
+                logger.info("kb=%s: deleting every vector at once failed (%s); deleting file by file",
+                            self.kb_id, describe(error))
+            return
+        if not self.bulk and self.position < len(self.known):
             await self._delete_known_batch(host)
             return
         # Whatever the DB still lists: offset 0 each round (deleting shrinks the listing, and
@@ -56,11 +97,9 @@ class KbDeletion:
             return
         if items:
             logger.warning("kb=%s: %d vectors without a deletable file id are left", self.kb_id, len(items))
-        if not await KbStore(host, self.kb_id).delete_everything(deadline):
-            return  # plugin-storage keys left (budget, or storage failed): the next run continues
-        self.done = True
-        logger.info("kb=%s: knowledge base removed (%d files, %.1f s)", self.kb_id, self.deleted,
-                    time.monotonic() - self.started)
+        if self.bulk:
+            self.deleted = max(self.deleted, len(self.known))
+        self.vectors_done = True
 
     async def _delete_known_batch(self, host: HostApi) -> None:
         batch = self.known[self.position : self.position + FILTER_DELETE_BATCH]

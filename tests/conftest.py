@@ -87,7 +87,11 @@ class HostedComponent:
         return await self._harness.invoke(self._component.on_knowledge_base_create, kb_id, config)
 
     async def on_knowledge_base_delete(self, kb_id: str) -> None:
-        return await self._harness.invoke(self._component.on_knowledge_base_delete, kb_id)
+        """As LangBot does: the hook (30 s), then the KB's row goes, whatever the hook did."""
+        try:
+            return await asyncio.wait_for(self._harness.invoke(self._component.on_knowledge_base_delete, kb_id), 30)
+        finally:
+            self._harness.host.deleted_kbs.add(kb_id)
 
 
 class Harness:

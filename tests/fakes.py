@@ -178,6 +178,9 @@ class FakeHost:
         self.bursts: dict[str, list[str]] = {}  # method -> kinds of the next failures
         self.disconnected: Exception | None = None
         self.refused: Counter[str] = Counter()  # calls refused because their invocation had ended
+        # LangBot 4.11.2 deletes a KB's row right after on_knowledge_base_delete returns; from then
+        # on every vector call for it fails in rag/service/runtime.py (the vectors stay behind).
+        self.deleted_kbs: set[str] = set()
         self.plugin_runtime_handler = RuntimeHandler()
         self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
 
@@ -250,6 +253,8 @@ class FakeHost:
     def _enter(self, method: str, **kwargs: Any) -> None:
         """The host received the call: count it, then fail it if a burst or fault says so."""
         self.calls[method] += 1
+        if method.startswith("vector_") and kwargs.get("collection_id") in self.deleted_kbs:
+            raise HostError("Knowledge base not found")
         burst = self.bursts.get(method)
         if burst:
             summary = BURST_ERRORS[burst.pop(0)]

@@ -174,35 +174,56 @@ async def test_kb_delete_uses_one_backend_call_per_500_files():
 
 
 async def test_kb_delete_past_its_budget_is_finished_by_the_next_requests_not_in_the_background(monkeypatch):
-    """Issue 9 item 2: no task may call the host after its hook returned (SDK 0.7.18 refuses it), so a
-    KB deletion that outlives on_knowledge_base_delete's budget continues in the next hooks."""
+    """Issue 9 item 2 / issue 12: no task may call the host after its hook returned (SDK 0.7.18
+    refuses it), and LangBot refuses vector calls for the KB once the hook returned (it deletes the
+    KB's row). So the vectors go inside the hook, in one call, and the plugin-storage keys that
+    did not fit in the hook's budget go with the next hooks."""
     import asyncio
 
     from lucidrag import engine as engine_module
-    from lucidrag import kbdelete
 
     monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 0.05)
-    monkeypatch.setattr(kbdelete, "FILTER_DELETE_BATCH", 1)
     host = FakePlugin.milvus()
     h = Harness(host)
     for i in range(5):
         await h.ingest(KB, f"f{i}.txt", f"File {i} talks about gadget G{i}.".encode())
-    real = host.vector_delete
+    real = host.delete_plugin_storage
 
-    async def slow(*args, **kwargs):
+    async def slow(key: str) -> None:
         await asyncio.sleep(0.03)
-        return await real(*args, **kwargs)
+        await real(key)
 
-    host.vector_delete = slow  # type: ignore[method-assign]
+    host.delete_plugin_storage = slow  # type: ignore[method-assign]
     await h.component.on_knowledge_base_delete(KB)  # returns within the budget
-    assert host.vector_count(KB) > 0 and any(k == pending_kb_delete_key(KB) for k in host.storage)
+    assert host.vector_count(KB) == 0, "vectors are reachable only inside the hook"
+    assert any(k == pending_kb_delete_key(KB) for k in host.storage)
     tasks_before = len(asyncio.all_tasks())
-    calls = host.calls["vector_delete"]
+    calls = host.calls["delete_plugin_storage"]
     await asyncio.sleep(0.2)
-    assert host.calls["vector_delete"] == calls and len(asyncio.all_tasks()) == tasks_before  # nothing runs between hooks
-    for _ in range(3):  # every later request of the installation does a bounded slice
+    assert host.calls["delete_plugin_storage"] == calls and len(asyncio.all_tasks()) == tasks_before
+    for _ in range(10):  # every later request of the installation does a bounded slice
         await h.retrieve("kb-other", "anything")
-    assert host.vector_count(KB) == 0 and not any(KB in k for k in host.storage)
+    assert not any(KB in k for k in host.storage)
+
+
+async def test_a_kb_delete_cut_short_by_langbot_removing_the_kb_is_not_stuck(monkeypatch):
+    """A backend that refuses the one-call delete, and a hook budget too short for file-by-file:
+    once LangBot has dropped the KB, its vectors cannot be reached; the deletion still ends (keys
+    gone, no retry loop against a KB the host no longer knows)."""
+    from lucidrag import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 0.0)
+    host = FakePlugin.milvus()
+    h = Harness(host)
+    for i in range(3):
+        await h.ingest(KB, f"f{i}.txt", f"File {i} talks about gadget G{i}.".encode())
+    host.fail("vector_delete", when=lambda filters=None, **_: filters is not None)
+    await h.component.on_knowledge_base_delete(KB)
+    host.faults.clear()
+    for _ in range(5):
+        await h.retrieve("kb-other", "anything")
+    assert not any(KB in k for k in host.storage)
+    assert host.calls["vector_list"] <= 2, "no listing loop against a deleted KB"
 
 
 async def test_an_unfinished_kb_delete_is_resumed_by_a_restarted_plugin():

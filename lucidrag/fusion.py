@@ -12,8 +12,8 @@ or this strongly matching", in every mode; the order follows the ranking value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 RRF_K = 60
 # One-passage-per-file diversity (hybrid): a file's second and later chunks follow every file's
@@ -21,11 +21,24 @@ RRF_K = 60
 # CISI, no change on the sentence sets; a file-evidence bonus (best chunk + a share of the
 # others) helped SciFact but hurt CISI, so it was not kept.
 FILE_DIVERSITY = True
+DIVERSITY_MARGIN = float("inf")
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
 # stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
 # many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
 CONFIDENCE_WEIGHTING = True
 CONFIDENCE_DEPTH = 10
+# Keyword strength in the fusion (hybrid): not raw BM25 but how much of the query the chunk
+# covers (its reported 0-1 coverage: the share of the query's idf weight whose terms it holds),
+# half its own and half that of its context: the chunk and up to CONTEXT_WINDOW chunks either
+# side of it in the same section. BM25 still picks the keyword candidates. Its term-frequency
+# and length rewards, right for ranking by keywords alone, made the keyword half overrule a
+# better vector ranking on sentence collections (a short sentence repeating one query term beat
+# the answer that holds more of the question); coverage leaves the order among equally matching
+# chunks to the vector half. The context lets a claim whose terms are spread over the chunks of
+# one abstract count as matched, and the bounded window keeps a long file from winning by length.
+# Measured on four collections in docs/BENCHMARKS.md.
+CONTEXT_WINDOW = 2
+CONTEXT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -89,19 +102,45 @@ def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> floa
     return 1.0 - sum(top) / len(top) if len(top) > 1 else 0.5
 
 
+def context_coverage(weights: dict[str, float], chunks: Sequence[Iterable[str]]) -> float:
+    """Share (0-1) of the query's term weight (`BM25Index.term_weights`) whose terms occur in
+    any of `chunks` (each: the query terms that chunk holds, in any field)."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0
+    present: set[str] = set()
+    for terms in chunks:
+        present.update(terms)
+    return sum(w for term, w in weights.items() if term in present) / total
+
+
+def with_context(keyword: Sequence[Candidate], context: dict[str, float]) -> list[Candidate]:
+    """Keyword candidates ranked by (1 − CONTEXT_SHARE) × their own coverage (`score`) +
+    CONTEXT_SHARE × their context's (`context_coverage`; a chunk without one keeps its own)."""
+    mixed = [
+        replace(c, strength=(1.0 - CONTEXT_SHARE) * c.score + CONTEXT_SHARE * context.get(c.chunk_id, c.score))
+        for c in keyword
+    ]
+    mixed.sort(key=lambda c: c.rank_strength, reverse=True)
+    return mixed
+
+
 def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
-    """One passage per file first (FILE_DIVERSITY): every file's best chunk in rank order, then
-    the files' further chunks in rank order. `file_of` maps chunk id → file id."""
+    """One passage per file first (FILE_DIVERSITY): a file's n-th passage (n = 0, 1, ...) ranks as
+    if its rank value were n × DIVERSITY_MARGIN lower, so it follows other files' best passages
+    unless it beats them by more than that. `file_of` maps chunk id → file id."""
     if not FILE_DIVERSITY:
         return ranked
-    seen: set[str] = set()
-    first: list[Fused] = []
-    later: list[Fused] = []
-    for f in ranked:
+    seen: dict[str, int] = {}
+    keyed: list[tuple[float, int, Fused]] = []
+    for position, f in enumerate(ranked):
         file_id = file_of.get(f.chunk_id, f.chunk_id)
-        (later if file_id in seen else first).append(f)
-        seen.add(file_id)
-    return first + later
+        n = seen.get(file_id, 0)
+        seen[file_id] = n + 1
+        penalty = 0.0 if n == 0 else n * DIVERSITY_MARGIN
+        keyed.append((f.rank_value - penalty, -position, f))
+    keyed.sort(key=lambda k: (k[0], k[1]), reverse=True)
+    return [f for _, _, f in keyed]
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

@@ -89,6 +89,15 @@ class KnowledgeBaseState:
         async with self.index_guard:
             return self.index.search(query, top_k=top_k, file_ids=file_ids)
 
+    async def keyword_term_scores(self, query: str, chunks_by_file: dict[str, list[str]]
+                                  ) -> dict[str, dict[str, float]]:
+        """Per-term BM25 contributions of the given chunks (``BM25Index.term_scores``)."""
+        async with self.index_guard:
+            out: dict[str, dict[str, float]] = {}
+            for file_id, chunk_ids in chunks_by_file.items():
+                out.update(self.index.term_scores(query, file_id, chunk_ids))
+            return out
+
     async def term_weights(self, query: str) -> dict[str, float]:
         async with self.index_guard:
             return self.index.term_weights(query)

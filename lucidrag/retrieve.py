@@ -11,10 +11,11 @@ from typing import Any
 
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
-from .fusion import Candidate, Fused, diversify, fuse, single
+from . import fusion
+from .fusion import Candidate, Fused, context_coverage, diversify, fuse, single, with_context
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState
-from .keyword import coverages
+from .keyword import HEADING_FIELD, coverages
 from .localfilter import select
 from .records import ChunkRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
@@ -76,6 +77,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     if settings.search_mode in ("hybrid", "keyword"):
         keyword = await _keyword_candidates(state, request, pool)
     if settings.search_mode == "hybrid":
+        keyword = await _with_context_evidence(state, request, keyword)
         ranked = fuse(vector, keyword, settings.vector_weight)
         ranked = diversify(ranked, _file_of(state, ranked))
     else:
@@ -137,6 +139,49 @@ async def _keyword_candidates(state: KnowledgeBaseState, request: RetrieveReques
         if len(out) >= pool:
             break
     return out
+
+
+async def _with_context_evidence(state: KnowledgeBaseState, request: RetrieveRequest,
+                                 keyword: list[Candidate]) -> list[Candidate]:
+    """Keyword candidates ranked for the fusion by their own and their context's query coverage
+    (fusion.with_context): the context is the chunk and its neighbours within CONTEXT_WINDOW in
+    the same file and section; which query terms each holds comes from the keyword index."""
+    if not keyword:
+        return keyword
+    spans: dict[str, list[str]] = {}
+    wanted: dict[str, dict[str, None]] = {}
+    for candidate in keyword:
+        chunk = state.chunks.get(candidate.chunk_id)
+        if chunk is None:
+            continue
+        spans[chunk.chunk_id] = span = _section_span(state, chunk, fusion.CONTEXT_WINDOW)
+        wanted.setdefault(chunk.file_id, {}).update(dict.fromkeys(span))
+    context: dict[str, float] = {}
+    if any(len(span) > 1 for span in spans.values()):
+        scores = await state.keyword_term_scores(request.query, {f: list(ids) for f, ids in wanted.items()})
+        weights = await state.term_weights(request.query)
+        context = {cid: context_coverage(weights, [_query_terms_held(scores.get(n, {})) for n in span])
+                   for cid, span in spans.items() if len(span) > 1}
+    return with_context(keyword, context)
+
+
+def _query_terms_held(contributions: dict[str, float]) -> set[str]:
+    """Query terms present in a chunk, in its body or heading field (BM25Index.term_scores keys)."""
+    return {term.removeprefix(HEADING_FIELD) for term in contributions}
+
+
+def _section_span(state: KnowledgeBaseState, chunk: ChunkRecord, window: int) -> list[str]:
+    """Ids of the chunk and its neighbours up to `window` either side that share its heading."""
+    around = state.neighbours(chunk, window)
+    position = next((i for i, c in enumerate(around) if c.chunk_id == chunk.chunk_id), None)
+    if position is None:
+        return [chunk.chunk_id]
+    lo = hi = position
+    while lo > 0 and around[lo - 1].heading == chunk.heading:
+        lo -= 1
+    while hi + 1 < len(around) and around[hi + 1].heading == chunk.heading:
+        hi += 1
+    return [c.chunk_id for c in around[lo : hi + 1]]
 
 
 async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,

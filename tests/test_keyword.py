@@ -475,3 +475,13 @@ def test_a_question_sharing_single_characters_with_the_answer_finds_it_first():
                   ("england", "英格蘭的人口約五千萬。"), ("london", "倫敦是英國最大的城市。"),
                   ("wales", "威爾斯以山地為主。"), ("ireland", "北愛爾蘭與愛爾蘭接壤。")])
     assert ids(idx.search("蘇格蘭的首府在哪裡？", 3))[0] == "answer"
+
+
+def test_term_scores_are_the_summands_of_the_search_score():
+    idx = build()
+    for q in QUERIES:
+        for cid, total in idx.search(q, 10):
+            file_id = next(f for f in idx.file_ids() if cid in idx.term_scores(q, f, [cid]))
+            parts = idx.term_scores(q, file_id, [cid])[cid]
+            assert sum(parts.values()) == pytest.approx(total, rel=1e-9), (q, cid)
+    assert idx.term_scores("router", "unknown-file", ["x1"]) == {}

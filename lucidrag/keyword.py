@@ -43,6 +43,10 @@ API
     than ``MAX_QUERY_TERMS`` (48) distinct terms is cut to its rarest 48 to bound latency.
     ``len(index)`` = live chunks; ``file_ids()``; ``file_id in index``; ``stats()``;
     ``compact()``; ``to_bytes()`` / ``BM25Index.from_bytes(blob)`` (``ValueError`` on garbage).
+``BM25Index.term_scores(query, file_id, chunk_ids) -> {chunk_id: {field term: contribution}}``
+    The summands of those chunks' ``search`` scores (same formula; heading-field terms keep
+    their ``HEADING_FIELD`` prefix): which query terms a chunk holds, for the fusion's context
+    coverage (fusion.with_context), without re-tokenising its text.
 ``normalise_scores(results)``
     Divide by the best score: BM25 → (0, 1], for weighted fusion with vector scores.
 

@@ -148,6 +148,8 @@ async def _with_context_evidence(state: KnowledgeBaseState, request: RetrieveReq
     the same file and section; which query terms each holds comes from the keyword index."""
     if not keyword:
         return keyword
+    if fusion.CONTEXT_SHARE <= 0.0:
+        return with_context(keyword, {})
     spans: dict[str, list[str]] = {}
     wanted: dict[str, dict[str, None]] = {}
     for candidate in keyword:

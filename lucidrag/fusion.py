@@ -1,11 +1,11 @@
 """Combining vector and keyword candidate lists into one ranking (pure functions).
 
-Ranking is a convex combination of min-max normalised strengths (cosine for vector candidates,
-BM25 for keyword candidates), each normalised within its own candidate list for this query; a
+Ranking is a convex combination of min-max normalised strengths (cosine for vector candidates;
+for keyword candidates, chosen by BM25, the query coverage of the chunk, `by_coverage`), each normalised within its own candidate list for this query; a
 chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
-(`_confidence`), and the top is diversified to one passage per file (`diversify`). On the vendored SciFact and DRCD collections this beat
-weighted reciprocal-rank fusion (`fuse_rrf`, kept for comparison) by +0.008 and +0.015 nDCG@10
-(docs/BENCHMARKS.md). The reported `score` of a fused hit is the weighted mean of its two absolute
+(`_confidence`), and the top is diversified to one passage per file (`diversify`). Every
+choice here is measured on four collections in docs/BENCHMARKS.md (score fusion beat weighted
+reciprocal-rank fusion, `fuse_rrf`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
 or this strongly matching", in every mode; the order follows the ranking value.
 """
@@ -13,19 +13,31 @@ or this strongly matching", in every mode; the order follows the ranking value.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 RRF_K = 60
-# One-passage-per-file diversity (hybrid): a file's second and later chunks follow every file's
-# first. Measured on four collections (docs/BENCHMARKS.md): +0.006 / +0.050 nDCG@10 on SciFact /
-# CISI, no change on the sentence sets; a file-evidence bonus (best chunk + a share of the
-# others) helped SciFact but hurt CISI, so it was not kept.
+# One-passage-per-file diversity (hybrid): a file's second passage ranks behind other files' best
+# passages unless its fused rank value beats theirs by more than DIVERSITY_MARGIN (its n-th
+# passage: n × the margin), so a file whose two sections both answer keeps both on top, while a
+# merely similar second passage does not push another file's answer out of the top K. The strict
+# version (margin ∞) was +0.006 / +0.050 nDCG@10 on SciFact / CISI subsets; with a margin of 0.5
+# (half the 0-1 rank value range) the benchmark gives up 0.001 on one set, 0.3 gave up 0.003
+# (docs/BENCHMARKS.md).
 FILE_DIVERSITY = True
+DIVERSITY_MARGIN = 0.5
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
 # stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
 # many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
 CONFIDENCE_WEIGHTING = True
 CONFIDENCE_DEPTH = 10
+# Keyword strength in the fusion (hybrid): not raw BM25 but how much of the query the chunk
+# covers (its reported 0-1 coverage: the share of the query's idf weight whose terms it holds).
+# BM25 still picks the keyword candidates. Its term-frequency and length rewards, right for ranking
+# by keywords alone, made the keyword half overrule a better vector ranking on sentence collections
+# (a short sentence repeating one query term beat the answer that holds more of the question);
+# coverage leaves the order among equally matching chunks to the vector half. Measured on four
+# collections in docs/BENCHMARKS.md. (Also counting the coverage of a chunk's section neighbours
+# was measured: +0.001 CISI, -0.002 SciFact; not kept, it needs every candidate's neighbours.)
 
 
 @dataclass(frozen=True)
@@ -89,19 +101,29 @@ def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> floa
     return 1.0 - sum(top) / len(top) if len(top) > 1 else 0.5
 
 
+def by_coverage(keyword: Sequence[Candidate]) -> list[Candidate]:
+    """Keyword candidates (chosen by BM25) ranked for the fusion by their query coverage (`score`)."""
+    ranked = [replace(c, strength=c.score) for c in keyword]
+    ranked.sort(key=lambda c: c.rank_strength, reverse=True)
+    return ranked
+
+
 def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
-    """One passage per file first (FILE_DIVERSITY): every file's best chunk in rank order, then
-    the files' further chunks in rank order. `file_of` maps chunk id → file id."""
+    """One passage per file first (FILE_DIVERSITY): a file's n-th passage (n = 0, 1, ...) ranks as
+    if its rank value were n × DIVERSITY_MARGIN lower, so it follows other files' best passages
+    unless it beats them by more than that. `file_of` maps chunk id → file id."""
     if not FILE_DIVERSITY:
         return ranked
-    seen: set[str] = set()
-    first: list[Fused] = []
-    later: list[Fused] = []
-    for f in ranked:
+    seen: dict[str, int] = {}
+    keyed: list[tuple[float, int, Fused]] = []
+    for position, f in enumerate(ranked):
         file_id = file_of.get(f.chunk_id, f.chunk_id)
-        (later if file_id in seen else first).append(f)
-        seen.add(file_id)
-    return first + later
+        n = seen.get(file_id, 0)
+        seen[file_id] = n + 1
+        penalty = 0.0 if n == 0 else n * DIVERSITY_MARGIN
+        keyed.append((f.rank_value - penalty, -position, f))
+    keyed.sort(key=lambda k: (k[0], k[1]), reverse=True)
+    return [f for _, _, f in keyed]
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

@@ -143,7 +143,7 @@ _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the
 # still tells one file from another. Weights 0.3 / 0.5 / 1.0 measured in docs/BENCHMARKS.md.
 HEADING_FIELD = "\x01"
 HEADING_WEIGHT = 1.0
-QUERY_CJK_UNIGRAM_WEIGHT = 0.0  # see query_terms()
+QUERY_CJK_UNIGRAM_WEIGHT = 1.0  # see query_terms(); measured in docs/BENCHMARKS.md
 CODE_SHARE_EXPONENT = 0.5  # the k forms of one code each carry 1/k**CODE_SHARE_EXPONENT; see query_terms()
 
 
@@ -565,32 +565,9 @@ class BM25Index:
             allowed = {self._files[f][0] for f in file_ids if f in self._files}
             if not allowed:
                 return []
-        postings = self._postings
-        n = self._n
-        k1 = self.k1
-        k1p1 = k1 + 1.0
-        body_norm = k1 * (1.0 - self.b)
-        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
-        found = []  # (df of the rarer field, term, share, body postings, heading postings)
-        for term, share in query_terms(query).items():
-            p = postings.get(term)
-            h = postings.get(HEADING_FIELD + term)
-            if p is not None or h is not None:
-                found.append((min(_df(p), _df(h)), term, share, p, h))
-        if not found:
+        plist = self._fields(query)
+        if not plist:
             return []
-        found.sort(key=itemgetter(0, 1))
-        del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
-        # (df, term, postings, weight, norm, coef) per field: heading terms are their own field
-        plist: list[tuple[int, str, int | array, float, float, float]] = []
-        for _, term, share, p, h in found:
-            df = _df(p) if p is not None else 0
-            if p is not None:
-                plist.append((df, term, p, share * _idf(n, df) * k1p1, body_norm, body_coef))
-            if h is not None:
-                hdf = _df(h)
-                weight = share * HEADING_WEIGHT * _idf(n, max(df, hdf)) * k1p1
-                plist.append((hdf, HEADING_FIELD + term, h, weight, k1, 0.0))
         plist.sort(key=itemgetter(0, 1))  # rarest first; ties by term: deterministic
         lens = self._slot_len
         fileof = self._slot_file
@@ -642,6 +619,35 @@ class BM25Index:
         best = heapq.nlargest(top_k, scores.items(), key=itemgetter(1))
         chunk = self._slot_chunk
         return [(chunk[s], sc) for s, sc in best if sc > 0.0]  # type: ignore[misc]
+
+    def _fields(self, query: str) -> list[tuple[int, str, int | array, float, float, float]]:
+        """What ``search`` scores for ``query``: ``(df, field term, postings, weight, norm, coef)``
+        per field of each of its rarest MAX_QUERY_TERMS terms (heading terms are their own field);
+        a chunk's contribution is ``weight * tf / (tf + norm + coef * length)``."""
+        postings = self._postings
+        n = self._n
+        k1 = self.k1
+        k1p1 = k1 + 1.0
+        body_norm = k1 * (1.0 - self.b)
+        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        found = []  # (df of the rarer field, term, share, body postings, heading postings)
+        for term, share in query_terms(query).items():
+            p = postings.get(term)
+            h = postings.get(HEADING_FIELD + term)
+            if p is not None or h is not None:
+                found.append((min(_df(p), _df(h)), term, share, p, h))
+        found.sort(key=itemgetter(0, 1))
+        del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
+        plist: list[tuple[int, str, int | array, float, float, float]] = []
+        for _, term, share, p, h in found:
+            df = _df(p) if p is not None else 0
+            if p is not None:
+                plist.append((df, term, p, share * _idf(n, df) * k1p1, body_norm, body_coef))
+            if h is not None:
+                hdf = _df(h)
+                weight = share * HEADING_WEIGHT * _idf(n, max(df, hdf)) * k1p1
+                plist.append((hdf, HEADING_FIELD + term, h, weight, k1, 0.0))
+        return plist
 
     def term_weights(self, query: str) -> dict[str, float]:
         """BM25 idf of each distinct query term times its share (``query_terms``); a term no

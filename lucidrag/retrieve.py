@@ -11,7 +11,7 @@ from typing import Any
 
 from .embedding import Embedder, with_retries
 from .errors import EmbeddingFailure, VectorStoreFailure
-from .fusion import Candidate, Fused, diversify, fuse, single
+from .fusion import Candidate, Fused, by_coverage, diversify, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState
 from .localfilter import select
@@ -109,7 +109,7 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     if use_keyword:
         keyword = await _keyword_candidates(host, state, request, pool, found)
     if settings.search_mode == "hybrid" and use_keyword:
-        ranked = fuse(vector, keyword, settings.vector_weight)
+        ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
         ranked = diversify(ranked, found.file_of)
     else:
         ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")

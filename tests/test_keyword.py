@@ -458,9 +458,20 @@ def test_pruned_search_equals_brute_force_bm25():
 
 
 def test_doc_unigrams_do_not_change_ranking_of_bigram_queries(monkeypatch):
+    monkeypatch.setattr("lucidrag.keyword.QUERY_CJK_UNIGRAM_WEIGHT", 0.0)  # bigram-only queries
     with_uni = build()
     monkeypatch.setattr("lucidrag.keyword._DOC_CJK_UNIGRAMS", False)
     without = build()
     _assert_same_results(with_uni, without, ["图书馆", "天气 散步", "北京大学", "router 上海"])
     assert without.search("书", 3) == []  # what the unigrams are for
     assert ids(with_uni.search("书", 3)) == ["z1"]
+
+
+def test_a_question_sharing_single_characters_with_the_answer_finds_it_first():
+    # 首府 (seat of government) vs 首都 (capital) and 政府 (government): only the characters 首
+    # and 府 are shared; bigrams alone rank sentences that merely name Scotland/England first
+    idx = BM25Index()
+    idx.add("f", [("answer", "愛丁堡是蘇格蘭首都，政府機構大多設在城中。"), ("pipes", "蘇格蘭風笛。"),
+                  ("england", "英格蘭的人口約五千萬。"), ("london", "倫敦是英國最大的城市。"),
+                  ("wales", "威爾斯以山地為主。"), ("ireland", "北愛爾蘭與愛爾蘭接壤。")])
+    assert ids(idx.search("蘇格蘭的首府在哪裡？", 3))[0] == "answer"

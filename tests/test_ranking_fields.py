@@ -129,3 +129,57 @@ async def test_hybrid_top_k_shows_one_passage_per_file_before_second_passages(ha
                                       settings={"search_mode": "hybrid", "top_k": 2})
     files = [entry.metadata["file_id"] for entry in response.results]
     assert len(set(files)) == 2, [entry.metadata["heading"] for entry in response.results]
+
+
+SENTENCES = {
+    "answer": "The Blue House on Stone Nullah Lane in Wan Chai was built in 1922 and served as a hospital "
+              "before it became a martial arts school.",
+    "repeats": "Wan Chai, Wan Chai: the Wan Chai Gap.",
+    "hospital": "The hospital served the district for fifty years.",
+    "harbour": "A new hospital was built near the harbour and served sailors.",
+    "school": "The school was built on the hill and served the village.",
+    "market": "The market served farmers from the valley.",
+}
+
+
+async def test_hybrid_prefers_the_sentence_holding_more_of_the_question_over_one_repeating_a_name(
+        harness: Harness):
+    # BM25 alone ranks the short sentence that repeats the rare name first (keyword mode keeps
+    # that order); in hybrid, the keyword half counts how much of the question a chunk holds,
+    # so it no longer overrules the vector half, which has the answer first.
+    for name, text in SENTENCES.items():
+        await harness.ingest(KB, f"{name}.txt", text.encode(), document_id=name)
+    query = "Which building in Wan Chai served as a hospital?"
+    keyword = await harness.retrieve(KB, query, settings={"search_mode": "keyword", "top_k": 3})
+    assert keyword.results[0].metadata["file_id"] == "repeats"
+    hybrid = await harness.retrieve(KB, query, settings={"search_mode": "hybrid", "top_k": 3})
+    assert hybrid.results[0].metadata["file_id"] == "answer", [e.metadata["file_id"] for e in hybrid.results]
+
+
+ABSTRACT = """Zinc and childhood pneumonia
+
+Zinc supplementation was given daily to 600 infants in a randomised, placebo-controlled trial
+run in three district hospitals over two winters. The dose was ten milligrams of zinc sulphate
+in syrup; compliance was checked by weekly home visits and by counting the returned bottles.
+Field workers recorded every visit, the weight of each infant and any side effect reported by
+the mothers, and the trial's data board met every quarter to review the accumulated safety data.
+
+Episodes of pneumonia in children of the treated group fell by a third compared with placebo.
+Hospital admissions for lower respiratory infection fell as well, while diarrhoea rates did not
+change. The effect was largest in underweight infants and in the second winter of the trial,
+which suggests that a longer course of the syrup could prevent more of these severe illnesses.
+"""
+
+
+def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_files():
+    from lucidrag.fusion import DIVERSITY_MARGIN, Fused, diversify
+
+    def ranked(second: float) -> list[str]:
+        hits = [Fused("a1", 0.9, None, None, 1.0), Fused("a2", 0.9, None, None, second),
+                Fused("b1", 0.3, None, None, 0.3), Fused("c1", 0.0, None, None, 0.0)]
+        return [f.chunk_id for f in diversify(hits, {"a1": "a", "a2": "a", "b1": "b", "c1": "c"})]
+
+    # the manual's second relevant section far above every other file's best: it keeps its place
+    assert ranked(0.3 + DIVERSITY_MARGIN + 0.05) == ["a1", "a2", "b1", "c1"]
+    # about as good as another file's best: that file's passage is shown first
+    assert ranked(0.3 + DIVERSITY_MARGIN / 2) == ["a1", "b1", "a2", "c1"]

@@ -53,11 +53,6 @@ def index_segment_key(kb_id: str, name: str) -> str:
     return f"{kb_prefix(kb_id)}kw/seg/{name}"
 
 
-def index_segment_names(keys: list[str], kb_id: str) -> list[str]:
-    """Keyword-index segments stored for a KB (live or left behind by a crash), from a listing."""
-    return _ids_under(keys, kb_prefix(kb_id) + "kw/seg/")
-
-
 def kb_ids(keys: list[str]) -> list[str]:
     """Every KB that has anything in plugin storage, from a full key listing."""
     return sorted({k[len(_KB_ROOT):].split("/", 1)[0] for k in keys if k.startswith(_KB_ROOT)} - {""})
@@ -94,12 +89,20 @@ def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
     return [k for k in keys if k.startswith(prefix) or k == pending]
 
 
-def journal_kbs(keys: list[str]) -> list[str]:
-    """KB ids that have at least one ingest journal entry."""
-    out = set()
+KeyGroups = dict[tuple[str, str], list[str]]
+"""(kb id, kind) -> ids, kind being "file", "journal", "failed" or "kw/seg"."""
+
+
+def group_keys(keys: list[str]) -> KeyGroups:
+    """One pass over a full listing (tens of thousands of keys for a big KB): each KB's record,
+    journal, failure and index-segment ids, parts (`#n`) left out."""
+    groups: KeyGroups = {}
+    root = len(_KB_ROOT)
     for key in keys:
-        if key.startswith(_KB_ROOT):
-            kb_id, _, rest = key[len(_KB_ROOT):].partition("/")
-            if rest.startswith("journal/"):
-                out.add(kb_id)
-    return sorted(out)
+        if not key.startswith(_KB_ROOT) or "#" in key:
+            continue
+        kb_id, _, rest = key[root:].partition("/")
+        kind, _, ident = rest.rpartition("/")
+        if kind and ident:
+            groups.setdefault((kb_id, kind), []).append(ident)
+    return groups

@@ -12,24 +12,23 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .blocking import run_blocking
 from .host import HostApi, describe
 from .records import FileRecord
 from .scoring import Metric
 from .storage_keys import (
+    KeyGroups,
+    group_keys,
     file_record_key,
     index_manifest_key,
     index_segment_key,
-    index_segment_names,
-    journal_file_ids,
-    journal_kbs,
     journal_key,
     keys_of_kb,
     meta_key,
     pending_kb_delete_key,
     pending_kb_deletes,
-    record_file_ids,
 )
 
 logger = logging.getLogger(__name__)
@@ -55,32 +54,38 @@ class JournalEntry:
 
 @dataclass(frozen=True)
 class KeySnapshot:
-    """One listing of every plugin-storage key (the host has no per-prefix listing)."""
+    """One listing of every plugin-storage key (the host has no per-prefix listing), grouped once."""
 
     keys: tuple[str, ...]
+    groups: KeyGroups = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, keys: list[str]) -> KeySnapshot:
+        return cls(tuple(keys), group_keys(keys))
 
     def record_ids(self, kb_id: str) -> list[str]:
-        return record_file_ids(list(self.keys), kb_id)
+        return sorted(self.groups.get((kb_id, "file"), ()))
 
     def journal_ids(self, kb_id: str) -> list[str]:
-        return journal_file_ids(list(self.keys), kb_id)
+        return sorted(self.groups.get((kb_id, "journal"), ()))
+
+    def index_segments(self, kb_id: str) -> list[str]:
+        return sorted(self.groups.get((kb_id, "kw/seg"), ()))
 
     def pending_kb_deletes(self) -> list[str]:
         return pending_kb_deletes(list(self.keys))
 
-    def index_segments(self, kb_id: str) -> list[str]:
-        return index_segment_names(list(self.keys), kb_id)
-
     def kbs_with_journals(self) -> list[str]:
-        return journal_kbs(list(self.keys))
+        return sorted({kb_id for kb_id, kind in self.groups if kind == "journal"})
 
 
 async def list_keys(host: HostApi) -> KeySnapshot | None:
     try:
-        return KeySnapshot(tuple(await host.get_plugin_storage_keys()))
+        keys = await host.get_plugin_storage_keys()
     except Exception as error:  # noqa: BLE001
         logger.warning("could not list plugin storage (%s)", describe(error))
         return None
+    return await run_blocking(KeySnapshot.of, list(keys))
 
 
 async def put_value(host: HostApi, key: str, value: bytes, what: str) -> bool:
@@ -152,7 +157,7 @@ class KbStore:
                 logger.warning("kb=%s: part %d of %s is missing", self.kb_id, n, what)
                 return None
             parts.append(part)
-        return b"".join(parts)
+        return await run_blocking(b"".join, parts)  # a segment of up to 128 MiB: not on the loop
 
     async def _delete_blob(self, key: str, what: str) -> bool:
         head = await get_value(self.host, key) or b""

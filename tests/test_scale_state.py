@@ -238,3 +238,17 @@ async def test_a_snapshot_that_does_not_match_the_records_is_replaced_not_truste
     assert "PX-37-3" in texts[0]
     assert state.known_files() == set(ids[30:]) and blind_removals == []
     assert not any("PX-3-3" in t for t in await back.texts(KB, "PX-3-3", settings={"search_mode": "keyword"}))
+
+
+def test_a_storage_listing_is_grouped_by_kb_and_kind_with_parts_left_out():
+    from lucidrag.storage_keys import (file_record_key, index_manifest_key, index_segment_key, journal_key,
+                                       meta_key, pending_kb_delete_key)
+    from lucidrag.store import KeySnapshot
+
+    keys = [meta_key("a"), file_record_key("a", "f1"), file_record_key("a", "f2"), file_record_key("a", "f2") + "#0",
+            journal_key("a", "f3"), index_manifest_key("a"), index_segment_key("a", "s1"),
+            index_segment_key("a", "s1") + "#1", file_record_key("b", "g1"), pending_kb_delete_key("c")]
+    snapshot = KeySnapshot.of(keys)
+    assert snapshot.record_ids("a") == ["f1", "f2"] and snapshot.record_ids("b") == ["g1"]
+    assert snapshot.journal_ids("a") == ["f3"] and snapshot.index_segments("a") == ["s1"]
+    assert snapshot.kbs_with_journals() == ["a"] and snapshot.pending_kb_deletes() == ["c"]

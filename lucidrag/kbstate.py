@@ -114,10 +114,6 @@ class KnowledgeBaseState:
         async with self.index_guard:
             return await run_blocking(self.index.search, query, top_k, file_ids)
 
-    async def term_weights(self, query: str) -> dict[str, float]:
-        async with self.index_guard:
-            return self.index.term_weights(query)
-
     async def file_records(self, host: HostApi, collection_id: str, file_ids: Iterable[str]) -> dict[str, FileRecord]:
         """The records of these files: cached, else from plugin storage, else rebuilt from the
         file's vectors (then saved back). Files with neither are left out."""

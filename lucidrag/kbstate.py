@@ -229,7 +229,7 @@ class KnowledgeBaseState:
                     await run_blocking(self.index.remove_file, file_id, None)
                 self.index_dirty = self.index_dirty or bool(gone)
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
-        if not self.index.file_ids() and not self.to_index:
+        if not len(self.index) and not self.to_index:
             if self.has_vectors is False:
                 self.fresh = True
             elif self.stored_ids is not None:  # storage has nothing: look in the vector DB (`ensure_loaded`)
@@ -263,7 +263,7 @@ class KnowledgeBaseState:
         while self.indexing and time.monotonic() < deadline:
             if not self.to_index and self.discovery is not None:
                 found = await with_retries(lambda: self.discovery.step(host, collection_id))
-                self.to_index.update(dict.fromkeys(sorted(found - self.index.file_ids())))
+                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index)))
                 if self.discovery.done:
                     self.discovery = None
                     self.trust_records = True

@@ -1,7 +1,7 @@
 """Reading back what the vector DB holds: the source of truth every derived state is rebuilt from.
 
-Pages by offset within Milvus' query window (offset + limit <= 16384); beyond it, lists file by
-file. All functions may raise the host's errors; callers decide what a failure means.
+Pages by offset within Milvus' query window (offset + limit <= 16384); beyond it, lists files not
+seen yet (`file_id $nin`). All functions may raise the host's errors; callers decide what a failure means.
 """
 
 from __future__ import annotations
@@ -9,37 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from .host import HostApi
-from .records import FileRecord
 
 LIST_PAGE = 500
 LIST_WINDOW = 16384  # Milvus refuses a query with offset + limit beyond this
-
-
-async def list_all_vectors(host: HostApi, collection_id: str) -> list[dict[str, Any]]:
-    """Every stored item of a collection: offset pages while the window allows, then the files
-    seen so far by `file_id`, then the next unseen files with `file_id $nin` (offset 0) until none
-    is left."""
-    items: dict[str, dict[str, Any]] = {}
-    offset = 0
-    while offset + LIST_PAGE <= LIST_WINDOW:
-        page = await host.vector_list(collection_id, limit=LIST_PAGE, offset=offset)
-        batch = (page or {}).get("items") or []
-        for item in batch:
-            items[str(item.get("id"))] = item
-        if len(batch) < LIST_PAGE:
-            return list(items.values())
-        offset += len(batch)
-    known = file_ids_of(items.values())
-    pending = set(known)
-    while pending:
-        for file_id in sorted(pending):
-            for item in await file_vectors(host, collection_id, file_id):
-                items[str(item.get("id"))] = item
-        page = await host.vector_list(collection_id, filters={"file_id": {"$nin": sorted(known)}},
-                                      limit=LIST_PAGE, offset=0)
-        pending = file_ids_of((page or {}).get("items") or []) - known
-        known |= pending
-    return list(items.values())
 
 
 async def file_vectors(host: HostApi, collection_id: str, file_id: str) -> list[dict[str, Any]]:
@@ -58,15 +30,6 @@ async def file_vectors(host: HostApi, collection_id: str, file_id: str) -> list[
 
 def file_ids_of(items) -> set[str]:
     return {str(f) for f in ((i.get("metadata") or {}).get("file_id") for i in items) if f}
-
-
-def records_from_items(items: list[dict[str, Any]]) -> list[FileRecord]:
-    by_file: dict[str, list[dict[str, Any]]] = {}
-    for item in items:
-        file_id = (item.get("metadata") or {}).get("file_id")
-        if file_id:
-            by_file.setdefault(str(file_id), []).append(item)
-    return [FileRecord.from_vector_items(fid, its) for fid, its in by_file.items()]
 
 
 class FileDiscovery:

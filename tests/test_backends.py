@@ -138,7 +138,7 @@ async def test_deleting_a_kb_that_never_had_a_vector_creates_no_collection():
 
 
 async def test_rebuild_and_kb_delete_page_past_the_milvus_query_window(monkeypatch):
-    """Fix: vectorscan.list_all_vectors and the KB-delete scan never ask for offset + limit > 16384
+    """Fix: vectorscan.FileDiscovery and the KB-delete scan never ask for offset + limit > 16384
     (window shrunk to 1000 here)."""
     monkeypatch.setattr(vectorscan, "LIST_WINDOW", 1000)
     host = FakePlugin.milvus(list_window=1000)

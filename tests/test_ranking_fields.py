@@ -183,3 +183,27 @@ def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_fil
     assert ranked(0.3 + DIVERSITY_MARGIN + 0.05) == ["a1", "a2", "b1", "c1"]
     # about as good as another file's best: that file's passage is shown first
     assert ranked(0.3 + DIVERSITY_MARGIN / 2) == ["a1", "b1", "a2", "c1"]
+
+
+
+
+async def test_asking_for_fewer_results_does_not_change_which_come_first(harness: Harness):
+    # Sixty service notes with overlapping words: both lists hold far more candidates than the
+    # user asks for. Each list must bring the same candidates to the fusion whatever top_k is;
+    # with top_k x 4 candidates (20 at top_k 3) a passage lost the other list's evidence when it
+    # ranked 21st or lower there, and top_k 3 put other passages first than top_k 25 did.
+    import random
+
+    rng = random.Random(6)
+    words = ("pump valve pressure seal boiler filter gasket motor sensor relay fuse cable drain tank "
+             "nozzle heater timer switch spring bearing").split()
+    for i in range(60):
+        note = " ".join(rng.sample(words, rng.randint(3, 9)))
+        await harness.ingest(KB, f"note-{i}.txt", f"{note}.".encode())
+    for _ in range(5):
+        query = " ".join(rng.sample(words, 3))
+        few = await harness.retrieve(KB, query, settings={"search_mode": "hybrid", "top_k": 3})
+        many = await harness.retrieve(KB, query, settings={"search_mode": "hybrid", "top_k": 25})
+        first = [entry.metadata["file_id"] for entry in few.results]
+        assert len(first) == 3
+        assert first == [entry.metadata["file_id"] for entry in many.results][:3], query

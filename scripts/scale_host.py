@@ -332,7 +332,11 @@ class NumpyHost(ScaleHostBase):
                     collection.remove_rows(list(collection.rows_of_file.get(str(file_id), [])))
             return len(file_ids)
         if filters and collection is not None:
-            collection.remove_rows([int(r) for r in collection.select(filters)])
+            # A whole-KB delete is a million rows of host work; LangBot does it in its own process,
+            # so it runs in a worker thread here rather than stalling the plugin's event loop.
+            def remove_matching() -> None:
+                collection.remove_rows([int(r) for r in collection.select(filters)])
+            await asyncio.to_thread(remove_matching)
         return 0
 
     async def vector_list(self, collection_id: str, filters: dict[str, Any] | None = None,

@@ -28,7 +28,7 @@ CONTEXT_BUDGET = 2400  # characters per returned hit when neighbours are merged 
 # list scores 0 there, so with short lists (the old top_k x 4, i.e. 20 at the default top_k 5) a
 # passage 25th by vectors and 2nd by keywords lost its vector evidence, and asking for fewer
 # results changed which ones came first. 100 per list: nDCG@10 +0.016 CISI, +0.001 DRCD/CMRC,
-# -0.001 SciFact against 40; 150-300 were no better (docs/BENCHMARKS.md).
+# -0.001 SciFact against 40; 150-300 gained on two sets and lost on SciFact (docs/BENCHMARKS.md).
 FUSION_POOL = 100
 
 

@@ -16,13 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 RRF_K = 60
-# One-passage-per-file diversity (hybrid): a file's second passage ranks behind other files' best
+# One-passage-per-file diversity (every mode): a file's second passage ranks behind other files' best
 # passages unless its fused rank value beats theirs by more than DIVERSITY_MARGIN (its n-th
 # passage: n × the margin), so a file whose two sections both answer keeps both on top, while a
 # merely similar second passage does not push another file's answer out of the top K. The strict
 # version (margin ∞) was +0.006 / +0.050 nDCG@10 on SciFact / CISI subsets; with a margin of 0.5
 # (half the 0-1 rank value range) the benchmark gives up 0.001 on one set, 0.3 gave up 0.003
 # (docs/BENCHMARKS.md).
+# Every search mode applies it (vector and keyword alone: +0.040 / +0.015 nDCG@10 on CISI,
+# +0.008 / +0.008 on SciFact, where a short abstract's two chunks filled two of the ten places).
 FILE_DIVERSITY = True
 DIVERSITY_MARGIN = 0.5
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
@@ -134,6 +136,11 @@ def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:
     return {c.chunk_id: (c.rank_strength - low) / (high - low) if high > low else 1.0 for c in candidates}
 
 
+def _by_best(candidates: Sequence[Candidate]) -> dict[str, float]:
+    best = max((c.rank_strength for c in candidates), default=0.0)
+    return {c.chunk_id: c.rank_strength / best if best > 0.0 else 1.0 for c in candidates}
+
+
 def fuse_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weight: float,
              k: int = RRF_K) -> list[Fused]:
     """Weighted RRF of two best-first lists. Ties keep the vector list's order."""
@@ -158,10 +165,14 @@ def fuse_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_w
 
 def single(candidates: Sequence[Candidate], from_vector: bool) -> list[Fused]:
     """One list only (vector or keyword mode): score is that list's score; equal strengths go
-    to the better body match."""
+    to the better body match. The rank value is on the 0-1 scale of a fused rank value, so
+    `diversify` treats every mode alike: cosines min-max normalised over the list (unrelated texts
+    still have a cosine well above 0), BM25 divided by the best (0 means no query term, so a short
+    list of three matches does not send its third to 0)."""
     ordered = sorted(candidates, key=lambda c: (c.rank_strength, c.body or 0.0), reverse=True)
+    norm = _min_max(ordered) if from_vector else _by_best(ordered)
     return [
         Fused(c.chunk_id, c.score, c.score if from_vector else None, None if from_vector else c.score,
-              float(len(ordered) - i), c.body or 0.0)
-        for i, c in enumerate(ordered)
+              norm[c.chunk_id], c.body or 0.0)
+        for c in ordered
     ]

@@ -118,9 +118,9 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         keyword = await _keyword_candidates(host, state, request, pool, found)
     if settings.search_mode == "hybrid" and use_keyword:
         ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
-        ranked = diversify(ranked, found.file_of)
     else:
         ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")
+    ranked = diversify(ranked, found.file_of)
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     await found.resolve(host, state, request.collection_id, head)

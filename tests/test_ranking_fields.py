@@ -3,6 +3,8 @@ field), and equal fused scores are broken by the body match."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import Harness
 
 KB = "kb-fields"
@@ -207,3 +209,18 @@ async def test_asking_for_fewer_results_does_not_change_which_come_first(harness
         first = [entry.metadata["file_id"] for entry in few.results]
         assert len(first) == 3
         assert first == [entry.metadata["file_id"] for entry in many.results][:3], query
+
+
+@pytest.mark.parametrize("mode", ["vector", "keyword"])
+async def test_every_mode_shows_other_files_before_a_files_near_copy_passage(harness: Harness, mode: str):
+    # A manual repeats its answer in two sections; a second file answers about as well. With
+    # top_k 2 the operator should see both sources, not the manual twice.
+    manual = ("# Pump manual\n\n## Seal\n\nReplace the pump seal every year.\n\n"
+              "## Maintenance plan\n\nEvery year: replace the pump seal.\n")
+    await harness.ingest(KB, "manual.md", manual.encode())
+    await harness.ingest(KB, "service-note.txt", b"Service note: we replace the pump seal yearly, as the plan says.")
+    for i in range(6):
+        await harness.ingest(KB, f"menu-{i}.txt", f"Canteen menu {i}: soup, bread and apples.".encode())
+    response = await harness.retrieve(KB, "replace the pump seal", settings={"search_mode": mode, "top_k": 2})
+    texts = [entry.content[0].text for entry in response.results]
+    assert len({entry.metadata["file_id"] for entry in response.results}) == 2, texts

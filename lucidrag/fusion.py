@@ -22,9 +22,8 @@ RRF_K = 60
 # merely similar second passage does not push another file's answer out of the top K. The strict
 # version (margin ∞) was +0.006 / +0.050 nDCG@10 on SciFact / CISI subsets; with a margin of 0.5
 # (half the 0-1 rank value range) the benchmark gives up 0.001 on one set, 0.3 gave up 0.003
-# (docs/BENCHMARKS.md).
-# Every search mode applies it (vector and keyword alone: +0.040 / +0.015 nDCG@10 on CISI,
-# +0.008 / +0.008 on SciFact, where a short abstract's two chunks filled two of the ten places).
+# (docs/BENCHMARKS.md). In vector and keyword modes alone it gained +0.039 / +0.015 nDCG@10 on
+# CISI and +0.008 / +0.008 on SciFact, where a short abstract's two chunks took two of ten places.
 FILE_DIVERSITY = True
 DIVERSITY_MARGIN = 0.5
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates

@@ -3,6 +3,8 @@ field), and equal fused scores are broken by the body match."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.conftest import Harness
@@ -187,15 +189,11 @@ def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_fil
     assert ranked(0.3 + DIVERSITY_MARGIN / 2) == ["a1", "b1", "a2", "c1"]
 
 
-
-
 async def test_asking_for_fewer_results_does_not_change_which_come_first(harness: Harness):
     # Sixty service notes with overlapping words: both lists hold far more candidates than the
     # user asks for. Each list must bring the same candidates to the fusion whatever top_k is;
     # with top_k x 4 candidates (20 at top_k 3) a passage lost the other list's evidence when it
     # ranked 21st or lower there, and top_k 3 put other passages first than top_k 25 did.
-    import random
-
     rng = random.Random(6)
     words = ("pump valve pressure seal boiler filter gasket motor sensor relay fuse cable drain tank "
              "nozzle heater timer switch spring bearing").split()

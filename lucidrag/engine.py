@@ -24,7 +24,6 @@ from .host import HostApi, describe
 from .ingest import IngestOutcome, IngestRequest, ingest_file
 from .kbdelete import KbDeletion
 from .kbstate import KnowledgeBaseState
-from .localfilter import LocalFilterHost
 from .retrieve import Hit, RetrieveRequest, retrieve
 from .settings import parse_creation_settings, parse_retrieval_settings
 from .store import KbMeta, KbStore, KeySnapshot, list_keys
@@ -98,7 +97,7 @@ class Engine:
             return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
-        return await retrieve(LocalFilterHost(host, state) if where else host, state, embedder, request)
+        return await retrieve(host, state, embedder, request)
 
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed."""

@@ -10,6 +10,7 @@ matching chunk can be found; the results are then cut to the matching chunks.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,12 +50,30 @@ async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, w
     return Selection(files, chunk_ids, total)
 
 
-class LocalFilterHost:
-    """The host, except that a filtered `vector_search` is evaluated against the KB's FileRecords."""
+class Selector:
+    """`select` for one query, each filter evaluated once: both halves of a hybrid search (and a
+    retried vector search) use the same selection instead of reading every record again."""
 
-    def __init__(self, host: HostApi, state: KnowledgeBaseState) -> None:
+    def __init__(self, host: HostApi, state: KnowledgeBaseState, collection_id: str) -> None:
         self._host = host
         self._state = state
+        self._collection_id = collection_id
+        self._done: dict[str, Selection] = {}
+
+    async def select(self, where: Mapping[str, Any]) -> Selection:
+        key = json.dumps(where, sort_keys=True, default=str)
+        if key not in self._done:
+            self._done[key] = await select(self._host, self._state, self._collection_id, where)
+        return self._done[key]
+
+
+class LocalFilterHost:
+    """The host, except that a filtered `vector_search` is evaluated against the KB's FileRecords
+    (through the query's `Selector`)."""
+
+    def __init__(self, host: HostApi, selector: Selector) -> None:
+        self._host = host
+        self._selector = selector
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._host, name)
@@ -66,7 +85,7 @@ class LocalFilterHost:
             return await self._host.vector_search(collection_id, query_vector, top_k=top_k,
                                                   search_type=search_type, query_text=query_text,
                                                   vector_weight=vector_weight)
-        selection = await select(self._host, self._state, collection_id, filters)
+        selection = await self._selector.select(filters)
         if not selection.file_ids:
             return []
         files = sorted(selection.file_ids)

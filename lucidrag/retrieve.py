@@ -14,7 +14,7 @@ from .errors import EmbeddingFailure, VectorStoreFailure
 from .fusion import Candidate, Fused, by_coverage, diversify, fuse, single
 from .host import HostApi, describe
 from .kbstate import KnowledgeBaseState
-from .localfilter import select
+from .localfilter import LocalFilterHost, Selector
 from .records import ChunkRecord, FileRecord
 from .scoring import calibrate, clip01, cosine, cosine_from_distance, guess_metric
 from .settings import CreationSettings, RetrievalSettings
@@ -112,10 +112,12 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     # While the keyword index is still being built (a restart without a current snapshot), hybrid
     # search uses its vector half alone: a partial keyword list would favour the indexed files.
     use_keyword = settings.search_mode == "keyword" or (settings.search_mode == "hybrid" and not state.indexing)
+    selector = Selector(host, state, request.collection_id)  # a filter is evaluated once per query
     if settings.search_mode in ("hybrid", "vector"):
-        vector = await _vector_candidates(host, state, embedder, request, pool, found)
+        searcher = LocalFilterHost(host, selector) if request.where else host
+        vector = await _vector_candidates(searcher, state, embedder, request, pool, found)
     if use_keyword:
-        keyword = await _keyword_candidates(host, state, request, pool, found)
+        keyword = await _keyword_candidates(selector, state, request, pool, found)
     if settings.search_mode == "hybrid" and use_keyword:
         ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
     else:
@@ -157,7 +159,7 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
     return candidates
 
 
-async def _keyword_candidates(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+async def _keyword_candidates(selector: Selector, state: KnowledgeBaseState, request: RetrieveRequest,
                               pool: int, found: _Found) -> list[Candidate]:
     """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1).
     A filter restricts the search itself (never a cut of the unfiltered ranking), so every
@@ -166,7 +168,7 @@ async def _keyword_candidates(host: HostApi, state: KnowledgeBaseState, request:
     chunk_ids: set[str] | None = None
     top_k = pool
     if request.where:
-        selection = await select(host, state, request.collection_id, request.where)
+        selection = await selector.select(request.where)
         file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
         if chunk_ids is not None:
             top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed

@@ -252,3 +252,27 @@ def test_a_storage_listing_is_grouped_by_kb_and_kind_with_parts_left_out():
     assert snapshot.record_ids("a") == ["f1", "f2"] and snapshot.record_ids("b") == ["g1"]
     assert snapshot.journal_ids("a") == ["f3"] and snapshot.index_segments("a") == ["s1"]
     assert snapshot.kbs_with_journals() == ["a"] and snapshot.pending_kb_deletes() == ["c"]
+
+
+async def test_a_filtered_hybrid_query_selects_its_chunks_once(harness: Harness, host, monkeypatch):
+    # A filter on chunk metadata is evaluated over every file's record; when the records do not
+    # all fit in the cache each evaluation reads them from plugin storage again. Both halves of
+    # hybrid search use the same selection, so one query reads each record once, plus the records
+    # of the files it returns.
+    from lucidrag.recordcache import record_size
+
+    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
+                           .popitem()[1])
+    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    files = 12
+    await ingest_manuals(restarted(host), files)
+    back = restarted(host)
+    await back.texts(KB, "warm up", settings={"search_mode": "keyword", "top_k": 1})  # the restart's own reads
+
+    before = back.host.calls["get_plugin_storage"]
+    response = await back.retrieve(KB, "pump model M7 torque", filters={"chunk_index": {"$lt": 2}},
+                                   settings={"search_mode": "hybrid", "top_k": 3})
+    reads = back.host.calls["get_plugin_storage"] - before
+
+    assert response.results and all(int(e.metadata["chunk_index"]) < 2 for e in response.results)
+    assert reads <= files + 3 * 4, f"{reads} record reads for one filtered query over {files} files"

@@ -83,7 +83,10 @@ class _Found:
 
     async def resolve(self, host: HostApi, state: KnowledgeBaseState, collection_id: str,
                       ranked: list[Fused]) -> None:
-        files = [self.file_of[f.chunk_id] for f in ranked if f.chunk_id in self.file_of]
+        """Read what the candidates in `ranked` need; what an earlier call resolved is kept."""
+        ranked = [f for f in ranked if f.chunk_id not in self.chunks]
+        files = [self.file_of[f.chunk_id] for f in ranked
+                 if f.chunk_id in self.file_of and self.file_of[f.chunk_id] not in self.records]
         self.records.update(await state.file_records(host, collection_id, files))
         by_id: dict[str, dict[str, ChunkRecord]] = {}
         for fused in ranked:
@@ -125,12 +128,25 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     ranked = diversify(ranked, found.file_of)
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
-    await found.resolve(host, state, request.collection_id, head)
-    ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
-    if settings.rerank_model_uuid and ranked:
-        ranked = await _rerank(host, found.chunks, request, ranked)
-    ranked = [f for f in ranked if f.score >= settings.score_threshold]
-    return _expand(found, ranked, request)
+    if settings.rerank_model_uuid:
+        await found.resolve(host, state, request.collection_id, head)
+        ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
+        if ranked:
+            ranked = await _rerank(host, found.chunks, request, ranked)
+        return _expand(found, [f for f in ranked if f.score >= settings.score_threshold], request)
+    # Records are read for the first 2 x top_k candidates, and for the rest of the head only if
+    # duplicates, the threshold or overlapping windows leave fewer than top_k hits. Every step
+    # keeps the order and only looks back, so the hits are those the whole head would give, for
+    # about half the plugin-storage reads on a KB whose records are not all cached.
+    hits: list[Hit] = []
+    for end in (max(settings.top_k * 2, 10), len(head)):
+        prefix = head[:end]
+        await found.resolve(host, state, request.collection_id, prefix)
+        kept = _drop_duplicates([f for f in prefix if f.chunk_id in found.chunks], found.chunks)
+        hits = _expand(found, [f for f in kept if f.score >= settings.score_threshold], request)
+        if len(hits) >= settings.top_k or end >= len(head):
+            break
+    return hits
 
 
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,

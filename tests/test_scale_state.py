@@ -276,3 +276,24 @@ async def test_a_filtered_hybrid_query_selects_its_chunks_once(harness: Harness,
 
     assert response.results and all(int(e.metadata["chunk_index"]) < 2 for e in response.results)
     assert reads <= files + 3 * 4, f"{reads} record reads for one filtered query over {files} files"
+
+
+async def test_a_query_reads_the_records_of_about_twice_top_k_candidates(harness: Harness, host, monkeypatch):
+    # On a KB whose records do not fit in the cache, every record a query looks at is a plugin-
+    # storage read. The head of the ranking (top_k x 4, at least 20) is read only as far as the
+    # hits need: the first 2 x top_k (at least 10) candidates, unless duplicates run short.
+    from lucidrag.recordcache import record_size
+
+    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
+                           .popitem()[1])
+    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    await ingest_manuals(restarted(host), 30)
+    back = restarted(host)
+    await back.texts(KB, "warm up", settings={"search_mode": "keyword", "top_k": 1})  # the restart's own reads
+
+    for mode in ("keyword", "hybrid", "vector"):
+        before = back.host.calls["get_plugin_storage"]
+        texts = await back.texts(KB, "pump model M7 part PX-7-2 torque", settings={"search_mode": mode, "top_k": 3})
+        reads = back.host.calls["get_plugin_storage"] - before
+        assert len(texts) == 3 and len(set(texts)) == 3, mode
+        assert reads <= 10, f"{mode}: {reads} record reads for 3 results"

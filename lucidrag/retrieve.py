@@ -129,15 +129,27 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:
-        await found.resolve(host, state, request.collection_id, head)
-        ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
-        if ranked:
-            ranked = await _rerank(host, found.chunks, request, ranked)
-        return _expand(found, [f for f in ranked if f.score >= settings.score_threshold], request)
-    # Records are read for the first 2 x top_k candidates, and for the rest of the head only if
-    # duplicates, the threshold or overlapping windows leave fewer than top_k hits. Every step
-    # keeps the order and only looks back, so the hits are those the whole head would give, for
-    # about half the plugin-storage reads on a KB whose records are not all cached.
+        return await _reranked_hits(host, state, request, head, found)
+    return await _hits(host, state, request, head, found)
+
+
+async def _reranked_hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                         head: list[Fused], found: _Found) -> list[Hit]:
+    """The rerank model sees the whole head (up to RERANK_CAP), so every record of it is read."""
+    await found.resolve(host, state, request.collection_id, head)
+    ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
+    if ranked:
+        ranked = await _rerank(host, found.chunks, request, ranked)
+    return _expand(found, [f for f in ranked if f.score >= request.settings.score_threshold], request)
+
+
+async def _hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                head: list[Fused], found: _Found) -> list[Hit]:
+    """Records are read for the first 2 x top_k candidates, and for the rest of the head only if
+    duplicates, the threshold or overlapping windows leave fewer than top_k hits. Every step keeps
+    the order and only looks back, so the hits are those the whole head would give, for about half
+    the plugin-storage reads on a KB whose records are not all cached."""
+    settings = request.settings
     hits: list[Hit] = []
     for end in (max(settings.top_k * 2, 10), len(head)):
         prefix = head[:end]

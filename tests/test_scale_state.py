@@ -38,6 +38,16 @@ def state_of(h: Harness):
     return h.host.engine.installation("dedicated").kb(KB)
 
 
+async def cache_of_three_records(h: Harness, host, monkeypatch) -> int:
+    """Shrink the record cache (read when a state is created) to three manuals' records."""
+    from lucidrag.recordcache import record_size
+
+    one_file = record_size((await state_of(h).file_records(host, KB, [(await ingest_manuals(h, 1))[0]]))
+                           .popitem()[1])
+    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    return 3 * one_file
+
+
 async def test_a_restart_answers_from_the_index_snapshot_without_reading_every_file(harness: Harness, host,
                                                                                    monkeypatch):
     await ingest_manuals(harness)
@@ -55,12 +65,7 @@ async def test_a_restart_answers_from_the_index_snapshot_without_reading_every_f
 
 
 async def test_records_beyond_the_cache_budget_are_read_back_for_results(harness: Harness, host, monkeypatch):
-    from lucidrag.recordcache import record_size
-
-    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
-                           .popitem()[1])
-    budget = 3 * one_file
-    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", budget)
+    budget = await cache_of_three_records(harness, host, monkeypatch)
     harness = restarted(host)
     await ingest_manuals(harness, 12)
     state = state_of(harness)
@@ -259,11 +264,7 @@ async def test_a_filtered_hybrid_query_selects_its_chunks_once(harness: Harness,
     # all fit in the cache each evaluation reads them from plugin storage again. Both halves of
     # hybrid search use the same selection, so one query reads each record once, plus the records
     # of the files it returns.
-    from lucidrag.recordcache import record_size
-
-    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
-                           .popitem()[1])
-    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    await cache_of_three_records(harness, host, monkeypatch)
     files = 12
     await ingest_manuals(restarted(host), files)
     back = restarted(host)
@@ -282,11 +283,7 @@ async def test_a_query_reads_the_records_of_about_twice_top_k_candidates(harness
     # On a KB whose records do not fit in the cache, every record a query looks at is a plugin-
     # storage read. The head of the ranking (top_k x 4, at least 20) is read only as far as the
     # hits need: the first 2 x top_k (at least 10) candidates, unless duplicates run short.
-    from lucidrag.recordcache import record_size
-
-    one_file = record_size((await state_of(harness).file_records(host, KB, [(await ingest_manuals(harness, 1))[0]]))
-                           .popitem()[1])
-    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    await cache_of_three_records(harness, host, monkeypatch)
     await ingest_manuals(restarted(host), 30)
     back = restarted(host)
     await back.texts(KB, "warm up", settings={"search_mode": "keyword", "top_k": 1})  # the restart's own reads

@@ -106,9 +106,10 @@ class _Found:
 async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                    request: RetrieveRequest) -> list[Hit]:
     settings = request.settings
-    pool = min(max(settings.top_k * 4, 20), 100)
     if settings.search_mode == "hybrid":
-        pool = max(pool, FUSION_POOL, settings.top_k * 4)
+        pool = max(FUSION_POOL, settings.top_k * 4)
+    else:
+        pool = min(max(settings.top_k * 4, 20), 100)
     found = _Found()
     vector: list[Candidate] = []
     keyword: list[Candidate] = []

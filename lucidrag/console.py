@@ -18,23 +18,28 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .engine import Engine
-from .errors import LucidRagError
-from .failures import FailureRecord, forget_failure, list_failures
-from .host import HostApi, describe
-from .kbstate import KnowledgeBaseState
-from .records import FileRecord
-from .retrieve import Hit, citation
-from .saved_settings import load_creation_settings
-from .settings import (
+from lucidrag.base.errors import LucidRagError
+from lucidrag.base.host import HostApi, describe
+from lucidrag.base.settings import (
     CREATION_DEFAULTS,
     MAX_TOP_K,
     SettingProblem,
     creation_problems,
 )
-from .storage_keys import failure_file_ids, journal_file_ids, kb_ids, record_file_ids
-from .store import KbStore, list_keys
-from .vectorscan import LIST_PAGE, LIST_WINDOW
+from lucidrag.engine import Engine
+from lucidrag.retrieval.retrieve import Hit, citation
+from lucidrag.state.failures import FailureRecord, forget_failure, list_failures
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import FileRecord
+from lucidrag.state.saved_settings import load_creation_settings
+from lucidrag.state.storage_keys import (
+    failure_file_ids,
+    journal_file_ids,
+    kb_ids,
+    record_file_ids,
+)
+from lucidrag.state.store import KbStore, list_keys
+from lucidrag.vectors.vectorscan import LIST_PAGE, LIST_WINDOW
 
 logger = logging.getLogger(__name__)
 

@@ -17,16 +17,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .embedding import BatchSize, Embedder, VectorCache, with_retries
-from .errors import VectorStoreFailure
-from .filters import normalise_filters
-from .host import HostApi, describe
-from .ingest import IngestOutcome, IngestRequest, ingest_file
-from .kbdelete import KbDeletion
-from .kbstate import KnowledgeBaseState
-from .retrieve import Hit, RetrieveRequest, retrieve
-from .settings import parse_creation_settings, parse_retrieval_settings
-from .store import KbMeta, KbStore, KeySnapshot, list_keys
+from lucidrag.base.errors import VectorStoreFailure
+from lucidrag.base.host import HostApi, describe
+from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
+from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
+from lucidrag.retrieval.filters import normalise_filters
+from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
+from lucidrag.state.kbdelete import KbDeletion
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
+from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
 
 logger = logging.getLogger(__name__)
 

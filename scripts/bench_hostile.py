@@ -65,11 +65,11 @@ def _child(case: str, cache: str, mem_limit_mb: int) -> None:
     with open(path, "rb") as handle:
         data = handle.read()
 
-    from lucidrag.chunking import chunk_document
-    from lucidrag.errors import LucidRagError
-    from lucidrag.parsing import parse_file
-    from lucidrag.records import FileRecord
-    from lucidrag.settings import parse_creation_settings
+    from lucidrag.base.errors import LucidRagError
+    from lucidrag.base.settings import parse_creation_settings
+    from lucidrag.ingestion.chunking import chunk_document
+    from lucidrag.ingestion.ingest import file_record
+    from lucidrag.ingestion.parsing import parse_file
 
     if mem_limit_mb:
         limit = mem_limit_mb * 1024 * 1024
@@ -83,7 +83,7 @@ def _child(case: str, cache: str, mem_limit_mb: int) -> None:
         start = time.perf_counter()
         chunked = chunk_document(document, parse_creation_settings({"embedding_model_uuid": "m"}))
         result["chunk_s"] = time.perf_counter() - start
-        record = FileRecord.from_chunked("bench", document.format, chunked)
+        record = file_record("bench", document.format, chunked)
         result["chunks"] = len(record.chunks)
         result["embedded"] = sum(len(c.text) for c in record.chunks)
         result["status"] = "ok"

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lucidrag.chunking import chunk_document  # noqa: E402
-from lucidrag.parsing import parse_file  # noqa: E402
-from lucidrag.settings import parse_creation_settings  # noqa: E402
+from lucidrag.base.settings import parse_creation_settings  # noqa: E402
+from lucidrag.ingestion.chunking import chunk_document  # noqa: E402
+from lucidrag.ingestion.parsing import parse_file  # noqa: E402
 from tests.conftest import FakePlugin, Harness  # noqa: E402
 
 KB = "bench-kb"

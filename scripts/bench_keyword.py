@@ -1,4 +1,4 @@
-"""Benchmark lucidrag.keyword on a synthetic mixed English/Chinese corpus.
+"""Benchmark the tokeniser (lucidrag.index.terms) and the reference BM25 index (tests/reference_bm25.py) on a synthetic mixed English/Chinese corpus.
 
     .venv/bin/python scripts/bench_keyword.py [--sizes 10000,100000] [--queries 200] [--seed 7]
                                               [--no-doc-unigrams]
@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lucidrag import keyword  # noqa: E402
-from lucidrag.keyword import BM25Index, encode_tokenized, tokenize_chunks  # noqa: E402
+from lucidrag.index import terms as keyword  # noqa: E402
+from lucidrag.index.terms import tokenize_chunks  # noqa: E402
+from tests.reference_bm25 import BM25Index, encode_tokenized  # noqa: E402
 
 CHUNKS_PER_FILE = 20
 CHUNK_CHARS = 400

@@ -1,4 +1,4 @@
-"""Benchmark lucidrag.parsing on a ~5 MB text PDF and a 150,000-row xlsx.
+"""Benchmark lucidrag.ingestion.parsing on a ~5 MB text PDF and a 150,000-row xlsx.
 
     .venv/bin/python scripts/bench_parse.py [--cache DIR] [--rows N] [--pdf-mb MB]
 
@@ -30,7 +30,7 @@ def _child(path: str) -> None:
     import pypdfium2  # noqa: F401
     import python_calamine  # noqa: F401
 
-    from lucidrag.parsing import parse_file
+    from lucidrag.ingestion.parsing import parse_file
 
     with open(path, "rb") as handle:
         data = handle.read()

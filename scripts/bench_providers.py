@@ -24,12 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import lucidrag.base.host as host_module  # noqa: E402
+import lucidrag.vectors.embedding as embedding  # noqa: E402
 from tests.conftest import MODEL, FakePlugin, Harness, runtime_loop  # noqa: E402
 from tests.fakes import LoopStallMonitor  # noqa: E402
 from tests.test_engine import SOLAR, TEA  # noqa: E402
-
-import lucidrag.embedding as embedding  # noqa: E402
-import lucidrag.host as host_module  # noqa: E402
 
 KB = "kb-bench"
 BURST = 6  # failed embedding calls in a row, as LangBot 4.11 reports a 503 ("API error")

@@ -29,7 +29,7 @@ Configurations (one KB per chunking):
   hybrid@0.3 / hybrid@0.7   other vector weights
   (rerank: no cross-encoder ships offline in a PyPI package, so there is no rerank row)
 
-``--patch lucidrag.fusion.RRF_K=20`` sets a module attribute before running (to measure a
+``--patch lucidrag.retrieval.fusion.RRF_K=20`` sets a module attribute before running (to measure a
 proposed change without editing lucidrag/); it may be repeated.
 
 Scale mode (``--scale``) ingests synthetic mixed English/Chinese chunks (scripts/bench_keyword.py's
@@ -410,10 +410,10 @@ def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
 
 
 def _rrf_k(k: int):
-    """Weighted RRF with constant k (lucidrag.fusion.fuse_rrf, the ranking before commit 84c8758)."""
+    """Weighted RRF with constant k (lucidrag.retrieval.fusion.fuse_rrf, the ranking before commit 84c8758)."""
     def apply(bench: Bench) -> Callable[[], None]:
-        from lucidrag import fusion
-        from lucidrag import retrieve as r
+        from lucidrag.retrieval import fusion
+        from lucidrag.retrieval import retrieve as r
         if hasattr(fusion, "fuse_rrf"):  # convex combination is the default: switch back to RRF
             rrf = fusion.fuse_rrf
 
@@ -429,7 +429,7 @@ def _rrf_k(k: int):
 
 def _pool(vector: int | None, keyword: int | None):
     def apply(bench: Bench) -> Callable[[], None]:
-        from lucidrag import retrieve as r
+        from lucidrag.retrieval import retrieve as r
         vc, kc = r._vector_candidates, r._keyword_candidates
 
         async def vec(host, state, embedder, request, pool):
@@ -455,15 +455,15 @@ def _bm25(k1: float, b: float):
 
 def _query_unigrams(bench: Bench) -> Callable[[], None]:
     """Query side also emits the CJK unigrams the documents are indexed with (full weight)."""
-    from lucidrag import keyword
+    from lucidrag.index import terms as keyword
     return _set_attr(keyword, "QUERY_CJK_UNIGRAM_WEIGHT", 1.0)
 
 
 def _keyword_score_normalised(bench: Bench) -> Callable[[], None]:
     """Keyword candidate score = BM25 / best BM25 of the query (keyword.normalise_scores) instead of
     clip01(raw BM25), which is 1.0 for almost every hit."""
-    from lucidrag import retrieve as r
-    from lucidrag.fusion import Candidate
+    from lucidrag.retrieval import retrieve as r
+    from lucidrag.retrieval.fusion import Candidate
     original = r._keyword_candidates
 
     def kw(state, request, pool):
@@ -476,8 +476,8 @@ def _keyword_score_normalised(bench: Bench) -> Callable[[], None]:
 
 def _score_fusion(bench: Bench) -> Callable[[], None]:
     """Convex combination of min-max-normalised scores (vector cosine, BM25/max) instead of RRF."""
-    from lucidrag import retrieve as r
-    from lucidrag.fusion import Fused
+    from lucidrag.retrieval import retrieve as r
+    from lucidrag.retrieval.fusion import Fused
     undo_kw = _keyword_score_normalised(bench)
     original = r.fuse
 
@@ -502,7 +502,7 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
 
 
 def _module_setting(assignment: str) -> Callable[[], None]:
-    """'lucidrag.fusion.FILE_DIVERSITY=false' as a variant: set a query-time module constant."""
+    """'lucidrag.retrieval.fusion.FILE_DIVERSITY=false' as a variant: set a query-time module constant."""
     target, _, raw = assignment.partition("=")
     module_name, _, attr = target.rpartition(".")
     if not module_name.startswith("lucidrag") or not raw:
@@ -601,7 +601,7 @@ def apply_patches(patches: Sequence[str]) -> None:
             raise SystemExit(f"--patch: {module_name} has no attribute {attr}")
         value = json.loads(raw) if raw[:1] in "-0123456789[{tfn\"" else raw
         setattr(module, attr, value)
-        if module_name == "lucidrag.fusion" and attr == "RRF_K":  # bound as a default argument at import
+        if module_name == "lucidrag.retrieval.fusion" and attr == "RRF_K":  # bound as a default argument at import
             target_fn = getattr(module, "fuse_rrf", module.fuse)
             if target_fn.__defaults__:
                 target_fn.__defaults__ = (value,)
@@ -668,9 +668,13 @@ def run_dataset(name: str, args) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ scale
 def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_keyword import Corpus, make_files, make_queries  # the keyword benchmark's generator
+    from bench_keyword import (  # the keyword benchmark's generator
+        Corpus,
+        make_files,
+        make_queries,
+    )
 
-    from lucidrag.keyword import BM25Index
+    from tests.reference_bm25 import BM25Index
 
     print("\n### engine-side retrieval latency at scale (hash embedder, host time excluded)\n")
     print("| chunks | files | ingest s | mode | engine ms / query p50 | p95 | mean | host calls / query |")
@@ -748,7 +752,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "all: scifact 3,000, drcd 5,017)")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--configs", default="", help="comma-separated subset of: " + ",".join(c.name for c in CONFIGS))
-    parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.fusion.RRF_K=20")
+    parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.retrieval.fusion.RRF_K=20")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
                         "proposed changes patched in ('all' or a comma list of: " + ",".join(VARIANTS) + "; a+b combines)")
     parser.add_argument("--cjk-segmenter", default="", choices=["", "rjieba"],
@@ -763,12 +767,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.cjk_segmenter == "rjieba":
         import rjieba  # benchmark-only; MIT, a wheel
 
-        from lucidrag import keyword
+        from lucidrag.index import terms as keyword
 
         def words(run: str) -> list[str]:
             return [w for w in rjieba.cut_for_search(run) if w.strip() and w not in keyword._CJK_STOP_CHARS]
         keyword.cjk_terms = words
-        print("patched lucidrag.keyword.cjk_terms = rjieba.cut_for_search", file=sys.stderr)
+        print("patched lucidrag.index.terms.cjk_terms = rjieba.cut_for_search", file=sys.stderr)
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
         return

@@ -48,10 +48,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext  # noqa: E402
-
+from langbot_plugin.api.entities.builtin.rag.models import (  # noqa: E402
+    FileMetadata,
+    FileObject,
+    IngestionContext,
+)
 from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
 from scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
+
 from tests.conftest import MODEL, Harness, runtime_loop  # noqa: E402
 from tests.fakes import LoopStallMonitor  # noqa: E402
 

@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.datasets import load_dataset  # noqa: E402
-from lucidrag.chunking import chunk_document  # noqa: E402
-from lucidrag.parsing.text import parse_text  # noqa: E402
-from lucidrag.settings import parse_creation_settings  # noqa: E402
+from lucidrag.base.settings import parse_creation_settings  # noqa: E402
+from lucidrag.ingestion.chunking import chunk_document  # noqa: E402
+from lucidrag.ingestion.parsing.text import parse_text  # noqa: E402
 
 
 def main(names: list[str]) -> None:

@@ -6,7 +6,7 @@ tail of ~20k pseudo-words; ~30k Chinese words over ~3,500 Zipf-weighted Han char
 `n` depends only on (seed, n), so the 10k-chunk corpus is the first 500 files of the 1M one and
 any file can be regenerated on its own (queries, deletes, the "one more file" of an add).
 
-`tokenized_corpus(n_chunks, cache_dir)` tokenises with `lucidrag.keyword.tokenize_chunks` once
+`tokenized_corpus(n_chunks, cache_dir)` tokenises with `lucidrag.index.terms.tokenize_chunks` once
 and caches the result as numpy arrays (vocabulary + per-chunk (term id, tf) pairs), so each
 candidate index is fed the very same tokens without re-tokenising.
 """
@@ -24,8 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lucidrag.keyword import tokenize_chunks  # noqa: E402
-from lucidrag.records import chunk_uuid  # noqa: E402
+from lucidrag.index.terms import tokenize_chunks  # noqa: E402
+from lucidrag.state.records import chunk_uuid  # noqa: E402
 
 CHUNKS_PER_FILE = 20
 SEED = 12

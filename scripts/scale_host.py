@@ -8,7 +8,7 @@ flat metadata kept plus the host's `_langbot_*` key, nested metadata refused, a 
 dimension fixed by its first upsert, upsert replaces an id, `vector_delete(file_ids)` matches
 metadata `file_id` only and returns len(file_ids), a delete by filter returns 0, `vector_list`
 pages by offset/limit in insertion order with `total` -1 when filtered. Filters are evaluated with
-`lucidrag.filters.matches` (as FakeHost does); `file_id` equality / `$in` / `$nin` take an indexed
+`lucidrag.retrieval.filters.matches` (as FakeHost does); `file_id` equality / `$in` / `$nin` take an indexed
 path so the KB-deletion and per-file listings stay fast at 1M.
 
 `MilvusHost` sends vector calls to an in-process `MilvusClient` on a Milvus Lite file, doing what
@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from lucidrag.engine import Engine  # noqa: E402
-from lucidrag.filters import matches  # noqa: E402
+from lucidrag.retrieval.filters import matches  # noqa: E402
 from tests.fakes import FakeHost, HostError  # noqa: E402
 
 HOST_METHODS = ("invoke_embedding", "invoke_rerank", "vector_upsert", "vector_search", "vector_delete",

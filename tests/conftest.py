@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext, RetrievalResponse
+from langbot_plugin.api.entities.builtin.rag.context import (
+    RetrievalContext,
+    RetrievalResponse,
+)
 from langbot_plugin.api.entities.builtin.rag.models import (
     FileMetadata,
     FileObject,
@@ -26,13 +29,16 @@ from langbot_plugin.api.entities.builtin.rag.models import (
     IngestionResult,
 )
 from langbot_plugin.api.proxies.invocation import bind_invocation
-from langbot_plugin.runtime.bounded_executor import blocking_work_scope, configure_bounded_default_executor
+from langbot_plugin.runtime.bounded_executor import (
+    blocking_work_scope,
+    configure_bounded_default_executor,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import lucidrag.host  # noqa: E402
+import lucidrag.base.host  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
 from tests.fakes import FakeHost  # noqa: E402
@@ -56,7 +62,7 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> M
 @pytest.fixture(autouse=True)
 def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Transient host errors are still retried, without the production back-off delays."""
-    monkeypatch.setattr(lucidrag.host, "RETRY_DELAYS", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(lucidrag.base.host, "RETRY_DELAYS", (0.0, 0.0, 0.0))
 
 
 class FakePlugin(FakeHost):

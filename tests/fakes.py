@@ -40,9 +40,13 @@ from collections.abc import Callable
 from typing import Any
 
 from langbot_plugin.api.proxies.invocation import invocation_capability
-from langbot_plugin.entities.io.errors import ActionCallError, ActionCallTimeoutError, ConnectionClosedError
+from langbot_plugin.entities.io.errors import (
+    ActionCallError,
+    ActionCallTimeoutError,
+    ConnectionClosedError,
+)
 
-from lucidrag.filters import matches
+from lucidrag.retrieval.filters import matches
 
 __all__ = ["ActionCallTimeoutError", "ConnectionClosedError", "FakeHost", "HostError", "LoopStallMonitor",
            "hash_embed"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag import vectorscan
-from lucidrag.scoring import Metric
-from lucidrag.storage_keys import pending_kb_delete_key
+from lucidrag.state.storage_keys import pending_kb_delete_key
+from lucidrag.vectors import vectorscan
+from lucidrag.vectors.scoring import Metric
 from tests import samples
 from tests.conftest import FakePlugin, Harness
 

@@ -1,8 +1,8 @@
 import re
 
-from lucidrag.chunking import chunk_document, split_table, split_text
-from lucidrag.document import Document, Section
-from lucidrag.settings import parse_creation_settings
+from lucidrag.base.settings import parse_creation_settings
+from lucidrag.ingestion.chunking import chunk_document, split_table, split_text
+from lucidrag.ingestion.document import Document, Section
 
 ZH = ("知识库是机器人回答问题的依据。运营人员上传公司文件后，系统会自动解析并切分文本！"
       "每一段都会保留标题和页码，方便引用？检索时先用关键词和向量找到候选段落；再按相关度排序。") * 6

@@ -19,8 +19,13 @@ from langbot_plugin.api.definition.components.page import PageRequest, PageRespo
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from components.pages.console.console import LucidRagConsole
-from lucidrag.records import FileRecord
-from lucidrag.storage_keys import failure_key, file_record_key, journal_key, meta_key
+from lucidrag.state.records import FileRecord
+from lucidrag.state.storage_keys import (
+    failure_key,
+    file_record_key,
+    journal_key,
+    meta_key,
+)
 from tests import samples
 from tests.conftest import MODEL, FakePlugin, Harness
 
@@ -289,7 +294,7 @@ def test_titles_come_from_file_metadata(tmp_path):
     from pptx import Presentation
     from pypdf import PdfWriter
 
-    from lucidrag.parsing import parse_file
+    from lucidrag.ingestion.parsing import parse_file
 
     buffer = io.BytesIO()
     document = python_docx.Document()
@@ -318,7 +323,7 @@ def test_titles_come_from_file_metadata(tmp_path):
 def test_document_name_prefers_title_then_heading_then_format_and_date():
     from datetime import date
 
-    from lucidrag.document import Document, Section, document_name
+    from lucidrag.ingestion.document import Document, Section, document_name
 
     day = date(2026, 12, 3)
     sections = (Section("body", ("Chapter 1",)),)

@@ -7,18 +7,19 @@ from __future__ import annotations
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag import chunking, limits
-from lucidrag.chunking import chunk_document
-from lucidrag.errors import LimitExceeded, ParseError
-from lucidrag.parsing import parse_file
-from lucidrag.settings import parse_creation_settings
+from lucidrag.base import limits
+from lucidrag.base.errors import LimitExceeded, ParseError
+from lucidrag.base.settings import parse_creation_settings
+from lucidrag.ingestion import chunking
+from lucidrag.ingestion.chunking import chunk_document
+from lucidrag.ingestion.parsing import parse_file
 from tests import hostile_files as h
 from tests import samples
 from tests.conftest import Harness
 
 KB = "kb-hostile"
 SIZE = 512
-LINE_BOUND = 4 * SIZE  # lucidrag.limits.LONG_LINE_FACTOR × the default chunk_size
+LINE_BOUND = 4 * SIZE  # lucidrag.base.limits.LONG_LINE_FACTOR × the default chunk_size
 
 
 def settings(**kwargs):
@@ -192,7 +193,7 @@ async def test_a_zip_that_expands_hundreds_of_times_fails_naming_the_ratio_and_l
 
 
 def test_the_zip_bomb_is_refused_before_its_members_are_unpacked(monkeypatch):
-    from lucidrag.parsing import archive
+    from lucidrag.ingestion.parsing import archive
 
     unpacked: list[int] = []
     real_read = archive._read
@@ -279,7 +280,7 @@ async def test_a_parser_plugins_output_past_the_characters_limit_fails_too(harne
 
 async def test_an_office_file_whose_xml_unpacks_hundreds_of_times_fails_before_it_is_parsed(
         harness: Harness, host, monkeypatch):
-    from lucidrag.parsing import word
+    from lucidrag.ingestion.parsing import word
 
     parsed: list[int] = []
     real_parse = word.parse_docx

@@ -7,15 +7,12 @@ import zlib
 
 import pytest
 
-from lucidrag.keyword import (
+from lucidrag.index.terms import query_terms, stem, tokenize, tokenize_chunks
+from tests.reference_bm25 import (
     BM25Index,
     decode_tokenized,
     encode_tokenized,
     normalise_scores,
-    query_terms,
-    stem,
-    tokenize,
-    tokenize_chunks,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -285,7 +282,7 @@ def test_remove_everything_and_reuse():
 
 @pytest.mark.parametrize("min_dead", [0, 65_536])
 def test_churn_compacts_and_keeps_results(monkeypatch, min_dead):
-    monkeypatch.setattr("lucidrag.keyword._RENUMBER_MIN_DEAD", min_dead)
+    monkeypatch.setattr("tests.reference_bm25._RENUMBER_MIN_DEAD", min_dead)
     idx = BM25Index()
     docs = {f"f{i}": [(f"f{i}-c{j}", f"word{i} common term{j} 图书{i}") for j in range(50)]
             for i in range(40)}
@@ -458,9 +455,9 @@ def test_pruned_search_equals_brute_force_bm25():
 
 
 def test_doc_unigrams_do_not_change_ranking_of_bigram_queries(monkeypatch):
-    monkeypatch.setattr("lucidrag.keyword.QUERY_CJK_UNIGRAM_WEIGHT", 0.0)  # bigram-only queries
+    monkeypatch.setattr("lucidrag.index.terms.QUERY_CJK_UNIGRAM_WEIGHT", 0.0)  # bigram-only queries
     with_uni = build()
-    monkeypatch.setattr("lucidrag.keyword._DOC_CJK_UNIGRAMS", False)
+    monkeypatch.setattr("lucidrag.index.terms._DOC_CJK_UNIGRAMS", False)
     without = build()
     _assert_same_results(with_uni, without, ["图书馆", "天气 散步", "北京大学", "router 上海"])
     assert without.search("书", 3) == []  # what the unigrams are for

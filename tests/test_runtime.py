@@ -17,9 +17,17 @@ from array import array
 
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
-from langbot_plugin.runtime.bounded_executor import BlockingWorkCapacityError, blocking_work_scope
+from langbot_plugin.runtime.bounded_executor import (
+    BlockingWorkCapacityError,
+    blocking_work_scope,
+)
 
-from lucidrag.embedding import CACHE_BYTES, DEFAULT_BATCH_SIZE, BatchSize, VectorCache
+from lucidrag.vectors.embedding import (
+    CACHE_BYTES,
+    DEFAULT_BATCH_SIZE,
+    BatchSize,
+    VectorCache,
+)
 from tests.conftest import MODEL, FakePlugin, Harness
 from tests.fakes import LoopStallMonitor, langbot_embedding_error
 from tests.test_engine import KB, SOLAR, TEA, long_text
@@ -246,8 +254,8 @@ SUMMARIES = {
 
 @pytest.mark.parametrize("locale", sorted(SUMMARIES))
 def test_langbot_error_summaries_are_classified_in_every_ui_language(locale):
-    from lucidrag.embedding import batch_too_large
-    from lucidrag.host import is_transient
+    from lucidrag.base.host import is_transient
+    from lucidrag.vectors.embedding import batch_too_large
     from tests.fakes import HostError
 
     failed, rate_limited, unknown, invalid, api_error, bad_key = SUMMARIES[locale]

@@ -10,8 +10,8 @@ import time
 from types import SimpleNamespace
 
 from lucidrag import engine as engine_module
-from lucidrag import kbstate as kbstate_module
-from lucidrag.storage_keys import index_manifest_key
+from lucidrag.state import kbstate as kbstate_module
+from lucidrag.state.storage_keys import index_manifest_key
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import restarted
 
@@ -40,11 +40,11 @@ def state_of(h: Harness):
 
 async def cache_of_three_records(h: Harness, host, monkeypatch) -> int:
     """Shrink the record cache (read when a state is created) to three manuals' records."""
-    from lucidrag.recordcache import record_size
+    from lucidrag.state.recordcache import record_size
 
     one_file = record_size((await state_of(h).file_records(host, KB, [(await ingest_manuals(h, 1))[0]]))
                            .popitem()[1])
-    monkeypatch.setattr("lucidrag.recordcache.CACHE_BYTES", 3 * one_file)
+    monkeypatch.setattr("lucidrag.state.recordcache.CACHE_BYTES", 3 * one_file)
     return 3 * one_file
 
 
@@ -141,7 +141,7 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
     assert len([k for k in host.storage if f"/kb/{KB}/" in k]) > 8
     ticks = iter(range(10**9))
     clock = SimpleNamespace(monotonic=lambda: float(next(ticks)), time=time.time)
-    for module in ("lucidrag.engine", "lucidrag.store", "lucidrag.kbdelete", "lucidrag.kbstate"):
+    for module in ("lucidrag.engine", "lucidrag.state.store", "lucidrag.state.kbdelete", "lucidrag.state.kbstate"):
         monkeypatch.setattr(f"{module}.time", clock)
     monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 6.0)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 6.0)
@@ -158,8 +158,8 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
 
 
 async def test_a_segment_left_by_a_crash_between_writes_is_removed_and_live_ones_stay(harness: Harness, host):
-    from lucidrag.segindex import SegmentIndex
-    from lucidrag.storage_keys import index_segment_key
+    from lucidrag.index.segindex import SegmentIndex
+    from lucidrag.state.storage_keys import index_segment_key
 
     await ingest_manuals(harness, 3)
     orphan = index_segment_key(KB, "left-by-a-crash")
@@ -184,7 +184,7 @@ async def test_an_unreadable_manifest_costs_a_reindex_but_never_a_wrong_answer(h
 
 
 async def test_bulk_uploads_save_the_kb_settings_once_not_per_file(harness: Harness, host):
-    from lucidrag.storage_keys import settings_key
+    from lucidrag.state.storage_keys import settings_key
 
     writes: list[str] = []
     real = host.set_plugin_storage
@@ -202,7 +202,7 @@ async def test_bulk_uploads_save_the_kb_settings_once_not_per_file(harness: Harn
 async def test_a_failed_record_read_never_overwrites_the_stored_record(harness: Harness, host):
     """Milvus keeps only text and file_id: a record rebuilt from the vectors has no headings or
     parents. A query whose storage read fails answers from the vectors, but keeps the stored record."""
-    from lucidrag.storage_keys import file_record_key
+    from lucidrag.state.storage_keys import file_record_key
 
     milvus = FakePlugin.milvus()
     h = Harness(milvus)
@@ -222,7 +222,7 @@ async def test_a_snapshot_that_does_not_match_the_records_is_replaced_not_truste
                                                                                  monkeypatch):
     """Files removed without their terms cost a scan of their segment each (tens of ms at 1M
     chunks): a snapshot missing most of its records is replaced, not pruned file by file."""
-    from lucidrag.segindex import SegmentIndex
+    from lucidrag.index.segindex import SegmentIndex
 
     ids = await ingest_manuals(harness, 40)
     blind_removals = []
@@ -246,9 +246,15 @@ async def test_a_snapshot_that_does_not_match_the_records_is_replaced_not_truste
 
 
 def test_a_storage_listing_is_grouped_by_kb_and_kind_with_parts_left_out():
-    from lucidrag.storage_keys import (file_record_key, index_manifest_key, index_segment_key, journal_key,
-                                       meta_key, pending_kb_delete_key)
-    from lucidrag.store import KeySnapshot
+    from lucidrag.state.storage_keys import (
+        file_record_key,
+        index_manifest_key,
+        index_segment_key,
+        journal_key,
+        meta_key,
+        pending_kb_delete_key,
+    )
+    from lucidrag.state.store import KeySnapshot
 
     keys = [meta_key("a"), file_record_key("a", "f1"), file_record_key("a", "f2"), file_record_key("a", "f2") + "#0",
             journal_key("a", "f3"), index_manifest_key("a"), index_segment_key("a", "s1"),

@@ -1,4 +1,4 @@
-"""lucidrag.segindex: the persisted segment index scores exactly like keyword.BM25Index (the
+"""lucidrag.index.segindex: the persisted segment index scores exactly like keyword.BM25Index (the
 reference), stays exact through removes, merges and restarts, and rejects snapshots it cannot trust."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import zlib
 
 import pytest
 
-from lucidrag import segindex
-from lucidrag.keyword import BM25Index, coverages, tokenize_chunks
-from lucidrag.records import chunk_uuid
-from lucidrag.segindex import SegmentIndex
+from lucidrag.index import segindex
+from lucidrag.index.segindex import SegmentIndex
+from lucidrag.index.terms import coverages, tokenize_chunks
+from lucidrag.state.records import chunk_uuid
+from tests.reference_bm25 import BM25Index
 
 EN = ("pump valve bearing gasket rotor seal flange impeller firmware controller relay breaker cable "
       "descaling warranty cleaning boiler pressure sensor timeout retry gateway router install "

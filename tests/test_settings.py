@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lucidrag.errors import SettingsError
-from lucidrag.settings import (
+from lucidrag.base.errors import SettingsError
+from lucidrag.base.settings import (
     CREATION_DEFAULTS,
     RETRIEVAL_DEFAULTS,
     parse_creation_settings,

@@ -11,8 +11,8 @@ import threading
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag.keyword import BM25Index
 from tests.conftest import FakePlugin, Harness
+from tests.reference_bm25 import BM25Index
 
 KB = "kb-runtime-1"
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
@@ -62,7 +62,11 @@ async def crash_during_upsert(harness: Harness, data: bytes) -> str:
 
 
 def _context(harness: Harness, data: bytes, document_id: str):
-    from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
+    from langbot_plugin.api.entities.builtin.rag.models import (
+        FileMetadata,
+        FileObject,
+        IngestionContext,
+    )
 
     from tests.conftest import MODEL
 
@@ -188,7 +192,7 @@ async def test_loading_and_deleting_never_tokenise_or_reindex_on_the_event_loop(
 async def test_repair_rebuilds_a_kb_that_storage_wrongly_calls_new(harness: Harness, host):
     """The documented limit of the "no vectors yet" mark: the repair action undoes it."""
     await harness.ingest(KB, "solar.txt", SOLAR)
-    from lucidrag.store import KbMeta, KbStore
+    from lucidrag.state.store import KbMeta, KbStore
 
     await KbStore(host, KB).save_meta(KbMeta(None, False))  # a stale mark, as if every write had failed
     for key in [k for k in host.storage if "/file/" in k]:

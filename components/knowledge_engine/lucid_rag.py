@@ -22,15 +22,23 @@ from langbot_plugin.api.entities.builtin.rag.context import (
     RetrievalResultEntry,
 )
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
-from langbot_plugin.api.entities.builtin.rag.models import IngestionContext, IngestionResult
+from langbot_plugin.api.entities.builtin.rag.models import (
+    IngestionContext,
+    IngestionResult,
+)
 
+from lucidrag.base.errors import LucidRagError, SettingsError
+from lucidrag.base.settings import (
+    CreationSettings,
+    creation_problems,
+    invalid_creation_message,
+    parse_creation_settings,
+)
 from lucidrag.engine import Engine
-from lucidrag.errors import LucidRagError, SettingsError
-from lucidrag.failures import forget_failure, remember_outcome
-from lucidrag.ingest import IngestRequest
-from lucidrag.parsing import document_from_parse_result
-from lucidrag.saved_settings import save_creation_settings
-from lucidrag.settings import CreationSettings, creation_problems, invalid_creation_message, parse_creation_settings
+from lucidrag.ingestion.ingest import IngestRequest
+from lucidrag.ingestion.parsing import document_from_parse_result
+from lucidrag.state.failures import forget_failure, remember_outcome
+from lucidrag.state.saved_settings import save_creation_settings
 
 logger = logging.getLogger(__name__)
 

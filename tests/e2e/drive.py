@@ -386,7 +386,9 @@ def milvus_rows(uri: str, file_ids: set[str]) -> tuple[int | None, int | None, s
     if not uri or not os.path.exists(uri):
         return None, None, f"no Milvus Lite db at {uri}"
     try:
-        from pymilvus import MilvusClient  # LangBot's dependency; milvus-lite serves the .db file
+        from pymilvus import (
+            MilvusClient,  # LangBot's dependency; milvus-lite serves the .db file
+        )
 
         client = MilvusClient(uri=uri)
         mine = total = 0

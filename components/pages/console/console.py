@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import logging
 
-from langbot_plugin.api.definition.components.page import Page, PageRequest, PageResponse
+from langbot_plugin.api.definition.components.page import (
+    Page,
+    PageRequest,
+    PageResponse,
+)
 
 from components.knowledge_engine.lucid_rag import DEFAULT_INSTALLATION
 from lucidrag.console import Console, ConsoleError

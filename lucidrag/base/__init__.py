@@ -1,0 +1,1 @@
+"""The base every wing stands on: errors, limits, settings, the host adapter, off-loop work."""

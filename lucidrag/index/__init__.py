@@ -1,0 +1,1 @@
+"""The keyword index: the tokeniser and BM25 over persisted numpy segments."""

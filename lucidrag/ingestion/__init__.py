@@ -1,0 +1,1 @@
+"""Ingest: bytes → parse → chunk → embed → store."""

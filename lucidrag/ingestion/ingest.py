@@ -1,0 +1,168 @@
+"""Ingest: bytes → Document → chunks → batched embed → batched upsert → FileRecord.
+
+Raises only `LucidRagError` with a user-facing message; the component maps it to FAILED. If
+anything fails after vectors were written, the file's vectors are deleted before raising, so a
+failed file leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from lucidrag.base.blocking import run_blocking
+from lucidrag.base.errors import LucidRagError, ParseError, VectorStoreFailure
+from lucidrag.base.host import HostApi, describe
+from lucidrag.base.settings import CreationSettings
+from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document
+from lucidrag.ingestion.document import Document, document_name
+from lucidrag.ingestion.parsing import parse_file
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
+from lucidrag.state.store import KbStore
+from lucidrag.vectors.embedding import Embedder, with_retries
+from lucidrag.vectors.scoring import calibrate, cosine
+
+logger = logging.getLogger(__name__)
+
+UPSERT_BATCH = 100
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    kb_id: str
+    collection_id: str
+    document_id: str
+    storage_path: str
+    filename: str
+    mime_type: str
+    settings: CreationSettings
+    parsed: Document | None = None  # from an external Parser plugin, if the user chose one
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    chunks: int
+    format: str
+    record_saved: bool
+
+
+
+def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "") -> FileRecord:
+    """The FileRecord of a chunked document: what the vectors carry and plugin storage keeps."""
+    chunks = [
+        ChunkRecord(chunk_id=chunk_uuid(file_id, c.index), file_id=file_id, index=c.index, text=c.embed_text,
+                    heading=c.heading, page=c.page, parent=c.parent, document_name=name)
+        for c in chunked.chunks
+    ]
+    return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name)
+
+async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                      request: IngestRequest) -> IngestOutcome:
+    document = request.parsed or await _read_and_parse(host, request)
+    chunked = await run_blocking(chunk_document, document, request.settings)
+    if not chunked.chunks:
+        raise ParseError(
+            "No text could be extracted from this file. If it is a scan or a picture, choose an "
+            "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
+        )
+    record = file_record(request.document_id, document.format, chunked,
+                         document_name(document, datetime.now(timezone.utc).date()))
+    texts = [c.text for c in record.chunks]
+    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
+    store = KbStore(host, request.kb_id)
+
+    # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not upsert),
+    # then write the new vectors.
+    if await state.is_stored(store, request.document_id):
+        await _delete_previous_version(host, request)
+    await state.begin_ingest(store, request.document_id, len(record.chunks))
+    try:
+        for start in range(0, len(record.chunks), UPSERT_BATCH):
+            batch = record.chunks[start : start + UPSERT_BATCH]
+
+            def upsert(b=batch, s=start):
+                return with_retries(lambda: host.vector_upsert(
+                    collection_id=request.collection_id,
+                    vectors=vectors[s : s + len(b)],
+                    ids=[c.chunk_id for c in b],
+                    metadata=[c.metadata(record.format) for c in b],
+                    documents=[c.text for c in b],
+                ))
+            if start == 0 and state.metric is None:
+                # The first write may create the collection; concurrent creators race on some
+                # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
+                async with state.first_write:
+                    await upsert()
+            else:
+                await upsert()
+            if start == 0:
+                await state.first_vectors_written(store)
+        if state.metric is None:
+            await _calibrate(host, state, store, request, record, vectors)
+    except BaseException as error:
+        removed = await _rollback(host, request)
+        await state.abort_ingest(store, request.document_id, removed)
+        if isinstance(error, LucidRagError) or not isinstance(error, Exception):
+            raise
+        raise VectorStoreFailure(
+            f"The vector database refused the data: {describe(error)}. Nothing was kept; check the "
+            "vector database in LangBot's settings and upload the file again."
+        ) from error
+
+    saved = await state.commit_ingest(store, record)
+    logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
+                request.document_id, len(record.chunks), record.format, embedder.calls)
+    return IngestOutcome(len(record.chunks), record.format, saved)
+
+
+async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
+    try:
+        data = await with_retries(lambda: host.get_knowledge_file_stream(request.storage_path))
+    except Exception as error:  # noqa: BLE001
+        raise ParseError(
+            f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
+        ) from error
+    return await run_blocking(parse_file, data, request.filename, request.mime_type)
+
+
+async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
+                     record: FileRecord, vectors: list[list[float]]) -> None:
+    """Learn how this backend reports distance, from vectors we just stored (one search).
+    Best effort: without it, scores fall back to `guess_metric`."""
+    probe = vectors[len(vectors) // 2]
+    try:
+        hits = await host.vector_search(request.collection_id, probe, top_k=min(8, len(vectors)),
+                                        filters={"file_id": request.document_id})
+    except Exception as error:  # noqa: BLE001
+        logger.warning("kb=%s: distance calibration search failed (%s)", request.kb_id, describe(error))
+        return
+    by_id = {c.chunk_id: v for c, v in zip(record.chunks, vectors)}
+    pairs = [(float(h["distance"]), cosine(probe, by_id[h["id"]])) for h in hits if h.get("id") in by_id]
+    metric = calibrate(pairs)
+    if metric is not None:
+        await state.set_metric(store, metric)
+        logger.info("kb=%s: vector backend reports %s", request.kb_id, metric.value)
+
+
+async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:
+    """Re-ingesting a document id replaces it. A failure here (e.g. the collection does not exist
+    yet on some backends) is not fatal: ids are deterministic, so the upsert overwrites anyway."""
+    try:
+        await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+    except Exception as error:  # noqa: BLE001
+        logger.info("kb=%s doc=%s: no previous version removed (%s)", request.kb_id,
+                    request.document_id, describe(error))
+
+
+async def _rollback(host: HostApi, request: IngestRequest) -> bool:
+    """Delete what this ingest wrote. False if that failed (the journal entry then stays, and the
+    next reconciliation removes them)."""
+    try:
+        await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        return True
+    except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
+        logger.error("kb=%s doc=%s: could not remove partial vectors after a failure (%s); they are "
+                     "removed later", request.kb_id, request.document_id, describe(error))
+        return False

@@ -1,0 +1,1 @@
+"""Retrieve: query → vector and keyword candidates → fuse → rerank → cite."""

@@ -1,0 +1,381 @@
+"""Retrieve: candidates (vector and/or keyword) → fusion → rerank → threshold → dedupe →
+parent / neighbour expansion → hits with a 0–1 score and a consistent distance (1 − score)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
+from lucidrag.base.host import HostApi, describe
+from lucidrag.base.settings import CreationSettings, RetrievalSettings
+from lucidrag.retrieval.fusion import (
+    Candidate,
+    Fused,
+    by_coverage,
+    diversify,
+    fuse,
+    single,
+)
+from lucidrag.retrieval.localfilter import LocalFilterHost, Selector
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import ChunkRecord, FileRecord
+from lucidrag.state.store import KbStore
+from lucidrag.vectors.embedding import Embedder, with_retries
+from lucidrag.vectors.scoring import (
+    calibrate,
+    clip01,
+    cosine,
+    cosine_from_distance,
+    guess_metric,
+)
+
+logger = logging.getLogger(__name__)
+
+RERANK_CAP = 64  # the host's limit on documents per rerank call
+CONTEXT_BUDGET = 2400  # characters per returned hit when neighbours are merged in
+# Candidates each list brings to the hybrid fusion, whatever top_k is. A chunk missing from one
+# list scores 0 there, so with short lists (the old top_k x 4, i.e. 20 at the default top_k 5) a
+# passage 25th by vectors and 2nd by keywords lost its vector evidence, and asking for fewer
+# results changed which ones came first. 100 per list: nDCG@10 +0.016 CISI, +0.001 DRCD/CMRC,
+# -0.001 SciFact against 40; 150-300 gained on two sets and lost on SciFact (docs/BENCHMARKS.md).
+FUSION_POOL = 100
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: ChunkRecord
+    content: str
+    score: float
+    format: str
+    # The parts of `score` (None: not a candidate of that search), for the console's "why this rank".
+    vector_score: float | None = None
+    keyword_score: float | None = None
+
+    @property
+    def distance(self) -> float:
+        return 1.0 - self.score
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "file_id": self.chunk.file_id,
+            "chunk_index": self.chunk.index,
+            "heading": self.chunk.heading,
+            "page": self.chunk.page if self.chunk.page is not None else 0,
+            "format": self.format,
+            "citation": citation(self.format, self.chunk.page, self.chunk.heading),
+            # LangBot's Retrieve Test titles each card with this (else the file's UUID).
+            "document_name": self.chunk.document_name or f"{(self.format or 'unknown').upper()} file",
+        }
+        return meta
+
+
+@dataclass(frozen=True)
+class RetrieveRequest:
+    kb_id: str
+    collection_id: str
+    query: str
+    creation: CreationSettings
+    settings: RetrievalSettings
+    where: dict[str, Any] | None
+
+
+@dataclass
+class _Found:
+    """What one retrieval learnt about its candidates: each chunk's file, the vector DB's results
+    (their metadata carries the text), and -- for the head of the ranking only -- the chunks and
+    their files' records, read on demand (`KnowledgeBaseState.file_records`)."""
+
+    file_of: dict[str, str] = field(default_factory=dict)
+    vector_hits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chunks: dict[str, ChunkRecord] = field(default_factory=dict)
+    records: dict[str, FileRecord] = field(default_factory=dict)
+
+    async def resolve(self, host: HostApi, state: KnowledgeBaseState, collection_id: str,
+                      ranked: list[Fused]) -> None:
+        """Read what the candidates in `ranked` need; what an earlier call resolved is kept."""
+        ranked = [f for f in ranked if f.chunk_id not in self.chunks]
+        files = [self.file_of[f.chunk_id] for f in ranked
+                 if f.chunk_id in self.file_of and self.file_of[f.chunk_id] not in self.records]
+        self.records.update(await state.file_records(host, collection_id, files))
+        by_id: dict[str, dict[str, ChunkRecord]] = {}
+        for fused in ranked:
+            file_id = self.file_of.get(fused.chunk_id)
+            record = self.records.get(file_id) if file_id else None
+            chunk = None
+            if record is not None:
+                if file_id not in by_id:
+                    by_id[file_id] = {c.chunk_id: c for c in record.chunks}
+                chunk = by_id[file_id].get(fused.chunk_id)
+            if chunk is None and fused.chunk_id in self.vector_hits:
+                chunk = state.adopt_hit(self.vector_hits[fused.chunk_id])
+            if chunk is not None:
+                self.chunks[fused.chunk_id] = chunk
+
+
+async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                   request: RetrieveRequest) -> list[Hit]:
+    settings = request.settings
+    if settings.search_mode == "hybrid":
+        pool = max(FUSION_POOL, settings.top_k * 4)
+    else:
+        pool = min(max(settings.top_k * 4, 20), 100)
+    found = _Found()
+    vector: list[Candidate] = []
+    keyword: list[Candidate] = []
+    # While the keyword index is still being built (a restart without a current snapshot), hybrid
+    # search uses its vector half alone: a partial keyword list would favour the indexed files.
+    use_keyword = settings.search_mode == "keyword" or (settings.search_mode == "hybrid" and not state.indexing)
+    selector = Selector(host, state, request.collection_id)  # a filter is evaluated once per query
+    if settings.search_mode in ("hybrid", "vector"):
+        searcher = LocalFilterHost(host, selector) if request.where else host
+        vector = await _vector_candidates(searcher, state, embedder, request, pool, found)
+    if use_keyword:
+        keyword = await _keyword_candidates(selector, state, request, pool, found)
+    if settings.search_mode == "hybrid" and use_keyword:
+        ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
+    else:
+        ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")
+    ranked = diversify(ranked, found.file_of)
+
+    head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
+    if settings.rerank_model_uuid:
+        return await _reranked_hits(host, state, request, head, found)
+    return await _hits(host, state, request, head, found)
+
+
+async def _reranked_hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                         head: list[Fused], found: _Found) -> list[Hit]:
+    """The rerank model sees the whole head (up to RERANK_CAP), so every record of it is read."""
+    await found.resolve(host, state, request.collection_id, head)
+    ranked = _drop_duplicates([f for f in head if f.chunk_id in found.chunks], found.chunks)
+    if ranked:
+        ranked = await _rerank(host, found.chunks, request, ranked)
+    return _expand(found, [f for f in ranked if f.score >= request.settings.score_threshold], request)
+
+
+async def _hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
+                head: list[Fused], found: _Found) -> list[Hit]:
+    """Records are read for the first 2 x top_k candidates, and for the rest of the head only if
+    duplicates, the threshold or overlapping windows leave fewer than top_k hits. Every step keeps
+    the order and only looks back, so the hits are those the whole head would give, for about half
+    the plugin-storage reads on a KB whose records are not all cached."""
+    settings = request.settings
+    hits: list[Hit] = []
+    for end in (max(settings.top_k * 2, 10), len(head)):
+        prefix = head[:end]
+        await found.resolve(host, state, request.collection_id, prefix)
+        kept = _drop_duplicates([f for f in prefix if f.chunk_id in found.chunks], found.chunks)
+        hits = _expand(found, [f for f in kept if f.score >= settings.score_threshold], request)
+        if len(hits) >= settings.top_k or end >= len(head):
+            break
+    return hits
+
+
+async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                             request: RetrieveRequest, pool: int, found: _Found) -> list[Candidate]:
+    query_vector = await embedder.embed_query(request.creation.embedding_model_uuid, request.query)
+    try:
+        results = await with_retries(lambda: host.vector_search(
+            request.collection_id, query_vector, top_k=pool, filters=request.where))
+    except Exception as error:  # noqa: BLE001
+        raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
+    unsettled = state.unsettled  # vectors of ingests that have not committed are not answers yet
+    results = [r for r in results if r.get("id") is not None
+               and (r.get("metadata") or {}).get("file_id") is not None
+               and str(r["metadata"]["file_id"]) not in unsettled]
+    for r in results:
+        found.file_of[str(r["id"])] = str(r["metadata"]["file_id"])
+        found.vector_hits[str(r["id"])] = r
+    if state.metric is None and results:
+        await _calibrate_from_query(host, state, embedder, request, query_vector, results[0])
+    metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results])
+    candidates = [
+        Candidate(str(r["id"]), clip01(cosine_from_distance(float(r.get("distance", 0.0)), metric)))
+        for r in results
+    ]
+    candidates.sort(key=lambda c: c.score, reverse=True)
+    return candidates
+
+
+async def _keyword_candidates(selector: Selector, state: KnowledgeBaseState, request: RetrieveRequest,
+                              pool: int, found: _Found) -> list[Candidate]:
+    """BM25 ranks (and is the fusion strength); the reported score is the query-term coverage (0-1).
+    A filter restricts the search itself (never a cut of the unfiltered ranking), so every
+    matching chunk can be found."""
+    file_ids: set[str] | None = None
+    chunk_ids: set[str] | None = None
+    top_k = pool
+    if request.where:
+        selection = await selector.select(request.where)
+        file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
+        if chunk_ids is not None:
+            top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed
+    hits = await state.keyword_search(request.query, top_k, file_ids)
+    unsettled = state.unsettled
+    out: list[Candidate] = []
+    for hit in hits:
+        if hit.file_id in unsettled or (chunk_ids is not None and hit.chunk_id not in chunk_ids):
+            continue
+        found.file_of.setdefault(hit.chunk_id, hit.file_id)
+        out.append(Candidate(hit.chunk_id, clip01(hit.coverage), strength=hit.score, body=hit.body_coverage))
+        if len(out) >= pool:
+            break
+    return out
+
+
+async def _calibrate_from_query(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
+                                request: RetrieveRequest, query_vector: list[float],
+                                top: dict[str, Any]) -> None:
+    """No stored metric (e.g. plugin storage lost): embed the top hit's text once and compare."""
+    text = (top.get("metadata") or {}).get("text") or top.get("document")
+    if not text:
+        return
+    try:
+        vector = await embedder.embed(request.kb_id, request.creation.embedding_model_uuid, [str(text)])
+    except EmbeddingFailure:
+        return
+    metric = calibrate([(float(top.get("distance", 0.0)), cosine(query_vector, vector[0]))])
+    if metric is not None:
+        await state.set_metric(KbStore(host, request.kb_id), metric)
+
+
+def _drop_duplicates(ranked: list[Fused], chunks: dict[str, ChunkRecord]) -> list[Fused]:
+    """Collapse chunks with the same normalised text (the same file uploaded twice)."""
+    seen: set[str] = set()
+    out: list[Fused] = []
+    for fused in ranked:
+        fingerprint = hashlib.sha1(_normalise(chunks[fused.chunk_id].text).encode()).hexdigest()
+        if fingerprint not in seen:
+            seen.add(fingerprint)
+            out.append(fused)
+    return out
+
+
+async def _rerank(host: HostApi, chunks: dict[str, ChunkRecord], request: RetrieveRequest,
+                  ranked: list[Fused]) -> list[Fused]:
+    head = ranked[:RERANK_CAP]
+    documents = [chunks[f.chunk_id].text for f in head]
+    try:
+        results = await host.invoke_rerank(request.settings.rerank_model_uuid, request.query, documents,
+                                           top_k=len(documents))
+        order = [(int(r["index"]), float(r["relevance_score"])) for r in results]
+    except Exception as error:  # noqa: BLE001 - a failed rerank never fails the query
+        logger.warning("kb=%s: rerank failed, using the fused order (%s)", request.kb_id, describe(error))
+        return ranked
+    reranked = [
+        Fused(head[i].chunk_id, clip01(score), head[i].vector_score, head[i].keyword_score, score)
+        for i, score in sorted(order, key=lambda p: p[1], reverse=True)
+        if 0 <= i < len(head)
+    ]
+    return reranked
+
+
+def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> list[Hit]:
+    """Parent passages or neighbour windows; each text span is returned at most once."""
+    top_k = request.settings.top_k
+    window = request.settings.context_window
+    hits: list[Hit] = []
+    used: set[tuple[str, Any]] = set()
+    for fused in ranked:
+        if len(hits) >= top_k:
+            break
+        chunk = found.chunks[fused.chunk_id]
+        record = found.records.get(chunk.file_id)
+        file_format = record.format if record else ""
+        parent = _parent_text(record, chunk)
+        if parent is not None:
+            key: tuple[str, Any] = (chunk.file_id, ("parent", chunk.parent))
+            if key in used:
+                continue
+            used.add(key)
+            content = _with_heading(chunk.heading, parent)
+        elif window > 0:
+            span = [c for c in _neighbours(record, chunk, window) if (c.file_id, c.index) not in used]
+            if not any(c.index == chunk.index for c in span):
+                continue
+            span = _within_budget(span, chunk, CONTEXT_BUDGET)
+            used.update((c.file_id, c.index) for c in span)
+            content = merge_texts([c.text for c in span])
+        else:
+            if (chunk.file_id, chunk.index) in used:
+                continue
+            used.add((chunk.file_id, chunk.index))
+            content = chunk.text
+        hits.append(Hit(chunk, content, round(fused.score, 6), file_format, fused.vector_score,
+                        fused.keyword_score))
+    return hits
+
+
+def _neighbours(record: FileRecord | None, chunk: ChunkRecord, window: int) -> list[ChunkRecord]:
+    """The chunk and up to `window` chunks either side of it in the same file, in order."""
+    if record is None:
+        return [chunk]
+    position = next((i for i, c in enumerate(record.chunks) if c.index == chunk.index), None)
+    if position is None:
+        return [chunk]
+    return record.chunks[max(0, position - window) : position + window + 1]
+
+
+def _parent_text(record: FileRecord | None, chunk: ChunkRecord) -> str | None:
+    if record is None or chunk.parent is None or chunk.parent >= len(record.parents):
+        return None
+    return record.parents[chunk.parent]
+
+
+def _within_budget(span: list[ChunkRecord], centre: ChunkRecord, budget: int) -> list[ChunkRecord]:
+    """Keep the centre chunk and grow outwards while the merged text fits the budget."""
+    position = next(i for i, c in enumerate(span) if c.index == centre.index)
+    lo = hi = position
+    total = len(span[position].text)
+    while True:
+        grew = False
+        for candidate in (hi + 1, lo - 1):
+            if 0 <= candidate < len(span) and total + len(span[candidate].text) <= budget:
+                total += len(span[candidate].text)
+                lo, hi = min(lo, candidate), max(hi, candidate)
+                grew = True
+        if not grew:
+            return span[lo : hi + 1]
+
+
+def merge_texts(texts: list[str]) -> str:
+    """Join consecutive chunks, removing the overlap each repeats from the one before it and a
+    repeated heading line."""
+    if not texts:
+        return ""
+    merged = texts[0]
+    for text in texts[1:]:
+        heading, _, body = text.partition("\n")
+        if body and merged.startswith(heading + "\n"):
+            text = body  # same heading path as the first chunk: don't repeat it
+        overlap = _overlap(merged, text)
+        merged = merged + ("" if overlap else "\n") + text[overlap:]
+    return merged
+
+
+def _overlap(left: str, right: str, limit: int = 1000) -> int:
+    for size in range(min(len(left), len(right), limit), 7, -1):
+        if left.endswith(right[:size]):
+            return size
+    return 0
+
+
+def _with_heading(heading: str, text: str) -> str:
+    return f"{heading}\n{text}" if heading and not text.startswith(heading) else text
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def citation(file_format: str, page: int | None, heading: str) -> str:
+    parts = [file_format.upper()] if file_format else []
+    if page:
+        parts.append(f"p. {page}")
+    if heading:
+        parts.append(heading)
+    return " · ".join(parts)

@@ -1,0 +1,1 @@
+"""A knowledge base's state and its plugin storage: records, journal, index snapshot, deletion."""

@@ -1,0 +1,122 @@
+"""What LucidRAG remembers about each ingested file, independent of the vector backend.
+
+Milvus and pgvector keep only `text`, `file_id` and the id of a vector, so everything retrieval
+needs beyond that (chunk order for neighbours, parent passages, page and heading for citations,
+the keyword index) is kept in a `FileRecord`, persisted in plugin storage per (KB, file) and
+rebuildable from the host's vectors when storage is unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+RECORD_VERSION = 1
+_CHUNK_NAMESPACE = uuid.UUID("6f0d7c3e-2b1a-5c4d-9e8f-1a2b3c4d5e6f")
+
+
+def chunk_uuid(document_id: str, index: int) -> str:
+    """Deterministic, UUID-shaped vector id (Qdrant accepts only UUIDs or integers)."""
+    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:{index}"))
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    chunk_id: str
+    file_id: str
+    index: int
+    text: str  # the embedded text: heading path + body
+    heading: str = ""
+    page: int | None = None
+    parent: int | None = None
+    document_name: str = ""  # the file's human title (FileRecord.name), repeated for each hit
+
+    def metadata(self, file_format: str) -> dict[str, Any]:
+        """Flat vector metadata (str/int/float/bool only; no None values for strict backends).
+        `uuid` is required by LangBot's Milvus adapter (it fills the non-nullable `chunk_uuid`
+        column from it; an insert without it is refused)."""
+        meta: dict[str, Any] = {
+            "file_id": self.file_id,
+            "uuid": self.chunk_id,
+            "text": self.text,
+            "chunk_index": self.index,
+            "heading": self.heading,
+            "page": self.page if self.page is not None else 0,
+            "format": file_format,
+        }
+        if self.parent is not None:
+            meta["parent"] = self.parent
+        if self.document_name:
+            meta["document_name"] = self.document_name
+        return meta
+
+
+@dataclass
+class FileRecord:
+    file_id: str
+    format: str
+    chunks: list[ChunkRecord]
+    parents: list[str] = field(default_factory=list)
+    name: str = ""  # human title (see document.document_name); "" in records stored before it existed
+
+    def to_bytes(self) -> bytes:
+        payload = {
+            "v": RECORD_VERSION,
+            "file_id": self.file_id,
+            "format": self.format,
+            "parents": self.parents,
+            "name": self.name,
+            "chunks": [[c.chunk_id, c.index, c.text, c.heading, c.page, c.parent] for c in self.chunks],
+        }
+        return zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(), 6)
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> FileRecord:
+        try:
+            payload = json.loads(zlib.decompress(blob))
+            if payload.get("v") != RECORD_VERSION:
+                raise ValueError(f"unknown record version {payload.get('v')!r}")
+            file_id = str(payload["file_id"])
+            name = str(payload.get("name") or "")  # absent in records written before names existed
+            chunks = [
+                ChunkRecord(str(cid), file_id, int(idx), str(text), str(heading),
+                            None if page is None else int(page), None if parent is None else int(parent),
+                            name)
+                for cid, idx, text, heading, page, parent in payload["chunks"]
+            ]
+            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name)
+        except (zlib.error, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"corrupt file record: {error}") from error
+
+    @classmethod
+    def from_vector_items(cls, file_id: str, items: list[dict[str, Any]]) -> FileRecord:
+        """Rebuild from `vector_list` items. Backends that drop metadata (Milvus, pgvector) leave
+        only text and file_id: order then falls back to the listing order and parents are lost."""
+        chunks: list[ChunkRecord] = []
+        file_format = ""
+        name = ""
+        for position, item in enumerate(items):
+            meta = item.get("metadata") or {}
+            text = meta.get("text") or item.get("document") or ""
+            if not text:
+                continue
+            index = meta.get("chunk_index")
+            page = meta.get("page")
+            chunks.append(ChunkRecord(
+                chunk_id=str(item.get("id")),
+                file_id=file_id,
+                index=int(index) if isinstance(index, (int, float)) else position,
+                text=str(text),
+                heading=str(meta.get("heading") or ""),
+                page=int(page) if isinstance(page, (int, float)) and page else None,
+                parent=None,
+                document_name=str(meta.get("document_name") or ""),
+            ))
+            file_format = file_format or str(meta.get("format") or "")
+            name = name or str(meta.get("document_name") or "")
+        chunks.sort(key=lambda c: c.index)
+        return cls(file_id, file_format, chunks, name=name)
+

@@ -1,0 +1,1 @@
+"""Embedding and the host's vector DB: batching, unit vectors, distance → cosine, reading back."""

@@ -381,7 +381,7 @@ class FakeHost:
     async def get_plugin_storage(self, key: str) -> bytes:
         await self._call("get_plugin_storage", key=key)
         if key not in self.storage:
-            raise HostError(f"storage key not found: {key}")
+            raise HostError(f"Storage with key {key} not found")  # LangBot 4.11.2's words
         return self.storage[key]
 
     async def get_plugin_storage_keys(self) -> list[str]:

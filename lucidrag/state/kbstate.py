@@ -42,6 +42,7 @@ from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord
+from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
     JournalEntry,
     KbMeta,
@@ -98,6 +99,7 @@ class KnowledgeBaseState:
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
     manifest_known: bool = False  # the stored manifest was read or written by this process
+    stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
 
     # ================================================================ reads
     def known_files(self) -> set[str]:
@@ -187,6 +189,7 @@ class KnowledgeBaseState:
             self.stored_ids = set(snapshot.record_ids(self.kb_id))
             self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
             self.orphan_segments |= set(snapshot.index_segments(self.kb_id))
+            self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
 
     # ================================================================ loading
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True) -> None:
@@ -392,11 +395,26 @@ class KnowledgeBaseState:
                 return
             if await store.delete_index_segment(name):
                 self.orphan_segments.discard(name)
+        for part in sorted(self.stray_parts):
+            if time.monotonic() >= deadline:
+                return
+            if self._being_written(part):
+                continue
+            if await store.delete_stray_part(part):
+                self.stray_parts.discard(part)
+
+    def _being_written(self, part: str) -> bool:
+        """Whether this process may be writing the value the part belongs to right now."""
+        kind, ident = part_owner(part, self.kb_id)
+        if kind == "kw/seg":
+            return ident in self.pending_segments
+        return kind == "file" and ident in (self.in_flight | self.journals | set(self.unsaved))
 
     def needs_upkeep(self) -> bool:
         return bool(self.meta_dirty or self.unsaved or self.undeleted_records or self.undeleted_journals
                     or self.journals - self.in_flight or self.index_dirty or self.pending_drops
                     or (self.manifest_known and bool(self.orphan_segments))
+                    or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))
 
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float) -> None:

@@ -83,6 +83,25 @@ def pending_kb_deletes(keys: list[str]) -> list[str]:
     return _ids_under(keys, _PENDING_KB_DELETE)
 
 
+def part_key(key: str, n: int) -> str:
+    """Part `n` of a value stored in parts under `key` (store.KbStore)."""
+    return f"{key}#{n}"
+
+
+def stray_parts(keys: list[str], kb_id: str) -> list[str]:
+    """Part keys of this KB whose value key is not in the listing: left by a write that died
+    before its header, or by a delete that died after it. Nothing reads them any more."""
+    prefix = kb_prefix(kb_id)
+    present = {k for k in keys if k.startswith(prefix) and "#" not in k}
+    return sorted(k for k in keys if k.startswith(prefix) and "#" in k and k.rpartition("#")[0] not in present)
+
+
+def part_owner(part: str, kb_id: str) -> tuple[str, str]:
+    """(kind, id) of the value a part key belongs to: ("file", file id), ("kw/seg", name), ..."""
+    kind, _, ident = part.rpartition("#")[0][len(kb_prefix(kb_id)):].rpartition("/")
+    return kind, ident
+
+
 def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
     """Every key that belongs to one KB (its prefix and its pending-deletion marker)."""
     prefix, pending = kb_prefix(kb_id), pending_kb_delete_key(kb_id)

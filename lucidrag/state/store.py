@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -26,8 +27,10 @@ from lucidrag.state.storage_keys import (
     journal_key,
     keys_of_kb,
     meta_key,
+    part_key,
     pending_kb_delete_key,
     pending_kb_deletes,
+    stray_parts,
 )
 from lucidrag.vectors.scoring import Metric
 
@@ -78,6 +81,9 @@ class KeySnapshot:
     def kbs_with_journals(self) -> list[str]:
         return sorted({kb_id for kb_id, kind in self.groups if kind == "journal"})
 
+    def stray_parts(self, kb_id: str) -> list[str]:
+        return stray_parts(list(self.keys), kb_id)
+
 
 async def list_keys(host: HostApi) -> KeySnapshot | None:
     try:
@@ -97,11 +103,30 @@ async def put_value(host: HostApi, key: str, value: bytes, what: str) -> bool:
         return False
 
 
+class StorageReadFailed(Exception):
+    """Plugin storage failed to answer a read (not: the key is missing)."""
+
+
+# LangBot 4.11.2 answers a read of a missing key with an error, "Storage with key <key> not found"
+# (pkg/plugin/handler.py, get_binary_storage); any other error is a failed read.
+_MISSING_KEY = re.compile(r"\bnot found\b", re.IGNORECASE)
+
+
+async def read_value(host: HostApi, key: str) -> bytes | None:
+    """The value, or None when the key is missing. Raises StorageReadFailed when storage failed."""
+    try:
+        return await host.get_plugin_storage(key) or None
+    except Exception as error:  # noqa: BLE001 - classified by its message
+        if _MISSING_KEY.search(str(error)):
+            return None
+        raise StorageReadFailed(describe(error)) from error
+
+
 async def get_value(host: HostApi, key: str) -> bytes | None:
     """The value, or None when the key is missing or storage failed."""
     try:
-        return await host.get_plugin_storage(key) or None
-    except Exception:  # noqa: BLE001 - a missing key raises on the real host
+        return await read_value(host, key)
+    except StorageReadFailed:
         return None
 
 
@@ -112,6 +137,13 @@ async def delete_value(host: HostApi, key: str, what: str) -> bool:
     except Exception as error:  # noqa: BLE001
         logger.warning("could not delete %s (%s)", what, describe(error))
         return False
+
+
+def _part_count(head: bytes | None) -> int:
+    """How many parts a stored header names (0 for a single value or none)."""
+    if head and head[:1] == _PARTS and head[1:].isdigit():
+        return int(head[1:])
+    return 0
 
 
 def decode_record(kb_id: str, file_id: str, blob: bytes | None) -> FileRecord | None:
@@ -132,16 +164,32 @@ class KbStore:
         self.kb_id = kb_id
 
     # ---------------------------------------------------------------- values in parts
-    async def _put_blob(self, key: str, blob: bytes, what: str) -> bool:
-        """One value, or (bigger than PART_SIZE) parts `<key>#n` and a header naming their count."""
+    async def _put_blob(self, key: str, blob: bytes, what: str, replaces: bool = True) -> bool:
+        """One value, or (bigger than PART_SIZE) parts `<key>#n` and a header naming their count.
+        With `replaces` (the key may hold an older value), parts of the older value beyond the
+        new one's count are deleted once the new header is written."""
+        old_parts = 0
+        if replaces:
+            try:
+                old_parts = _part_count(await read_value(self.host, key))
+            except StorageReadFailed:
+                pass  # unknown: a surplus part may stay (parts without a header are still found)
         if len(blob) <= PART_SIZE:
-            return await put_value(self.host, key, _SINGLE + blob, what)
-        view = memoryview(blob)
-        count = (len(blob) + PART_SIZE - 1) // PART_SIZE
-        for n in range(count):
-            if not await put_value(self.host, f"{key}#{n}", bytes(view[n * PART_SIZE : (n + 1) * PART_SIZE]), what):
+            count = 0
+            if not await put_value(self.host, key, _SINGLE + blob, what):
                 return False
-        return await put_value(self.host, key, _PARTS + str(count).encode(), what)
+        else:
+            view = memoryview(blob)
+            count = (len(blob) + PART_SIZE - 1) // PART_SIZE
+            for n in range(count):
+                if not await put_value(self.host, part_key(key, n),
+                                       bytes(view[n * PART_SIZE : (n + 1) * PART_SIZE]), what):
+                    return False
+            if not await put_value(self.host, key, _PARTS + str(count).encode(), what):
+                return False
+        for n in range(count, old_parts):
+            await delete_value(self.host, part_key(key, n), f"a surplus part of {what}")
+        return True
 
     async def _get_blob(self, key: str, what: str) -> bytes | None:
         head = await get_value(self.host, key)
@@ -152,7 +200,7 @@ class KbStore:
             return None
         parts = []
         for n in range(int(head[1:])):
-            part = await get_value(self.host, f"{key}#{n}")
+            part = await get_value(self.host, part_key(key, n))
             if part is None:
                 logger.warning("kb=%s: part %d of %s is missing", self.kb_id, n, what)
                 return None
@@ -160,12 +208,28 @@ class KbStore:
         return await run_blocking(b"".join, parts)  # a segment of up to 128 MiB: not on the loop
 
     async def _delete_blob(self, key: str, what: str) -> bool:
-        head = await get_value(self.host, key) or b""
-        if head[:1] == _PARTS and head[1:].isdigit():
-            for n in range(int(head[1:])):
-                if not await delete_value(self.host, f"{key}#{n}", what):
-                    return False
+        """Parts first, the header last (it names the parts). A header that could not be read is
+        left in place and False returned, so that a later try still finds the parts."""
+        try:
+            count = _part_count(await read_value(self.host, key))
+        except StorageReadFailed as error:
+            logger.warning("could not delete %s: its header could not be read (%s)", what, error)
+            return False
+        for n in range(count):
+            if not await delete_value(self.host, part_key(key, n), what):
+                return False
         return await delete_value(self.host, key, what)
+
+    async def delete_stray_part(self, part: str) -> bool:
+        """Delete a part key found without its header (`KeySnapshot.stray_parts`) if its header
+        is still missing; a header written since means the part is live again, and it stays.
+        Returns whether the part needs no more attention."""
+        try:
+            if await read_value(self.host, part.rpartition("#")[0]) is not None:
+                return True
+        except StorageReadFailed:
+            return False
+        return await delete_value(self.host, part, f"stray part {part}")
 
     # ---------------------------------------------------------------- file records
     async def save_record(self, record: FileRecord) -> bool:
@@ -186,7 +250,8 @@ class KbStore:
     # ---------------------------------------------------------------- keyword index snapshot
     async def save_index_segment(self, name: str, blob: bytes) -> bool:
         return await self._put_blob(index_segment_key(self.kb_id, name), blob,
-                                    f"keyword index segment {name} of kb {self.kb_id}")
+                                    f"keyword index segment {name} of kb {self.kb_id}",
+                                    replaces=False)  # segment names are never reused
 
     async def load_index_segment(self, name: str) -> bytes | None:
         return await self._get_blob(index_segment_key(self.kb_id, name), f"keyword index segment {name}")
@@ -246,6 +311,8 @@ class KbStore:
         """Every key of this KB, its pending-deletion marker last. Stops at `deadline` (a KB of
         50,000 files has more keys than one invocation can delete); returns whether all are gone,
         so the caller repeats it in a later invocation."""
+        if time.monotonic() >= deadline:
+            return False
         snapshot = await list_keys(self.host)
         if snapshot is None:
             return False

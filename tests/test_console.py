@@ -397,3 +397,27 @@ async def test_rebuild_from_the_vector_db_brings_back_a_kb_that_storage_lost(har
     assert rows(await api(page2, "/kb", kb_id=KB)) == {}
     assert await api(page2, "/repair", kb_id=KB, action="rebuild_from_vector_db") == {"files": 1, "chunks": 1, "complete": True}
     assert result.document_id in rows(await api(page2, "/kb", kb_id=KB))
+
+
+async def test_rebuild_from_the_vector_db_never_makes_a_record_worse_on_a_backend_that_drops_metadata(monkeypatch):
+    """Milvus and pgvector keep only text and file_id: what the vectors give back lacks headings,
+    pages, parents, the file's name and format. A rebuild keeps them from the stored record."""
+    monkeypatch.setattr("lucidrag.vectors.vectorscan.LIST_PAGE", 4)  # a KB of several listing pages
+    host = ConsoleHost.milvus()
+    harness, page = Harness(host), LucidRagConsole()
+    page.plugin = host  # type: ignore[assignment]
+    await create_kb(harness, host)
+    manual = b"# Pump maintenance\n\n## Seals\n\n" + b"Replace the seal of pump P-7 every 900 hours. " * 30 + \
+        b"\n\n## Bearings\n\n" + b"Grease the bearings of pump P-7 with lithium grease monthly. " * 30
+    result = await harness.ingest(KB, "pump.md", manual, settings={"chunk_size": 256, "chunk_overlap": 0})
+    key = file_record_key(KB, result.document_id)
+    before = FileRecord.from_bytes(host.storage[key][1:])
+    assert before.name and all(c.heading for c in before.chunks)
+
+    assert (await api(page, "/repair", kb_id=KB, action="rebuild_from_vector_db"))["complete"]
+
+    after = FileRecord.from_bytes(host.storage[key][1:])
+    assert after == before
+    preview = await api(page, "/chunks", kb_id=KB, file_id=result.document_id)
+    assert [c["heading"] for c in preview["chunks"]] == [c.heading for c in before.chunks]
+    assert rows(await api(page, "/kb", kb_id=KB))[result.document_id]["title"] == before.name

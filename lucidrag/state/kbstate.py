@@ -41,7 +41,7 @@ from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.recordcache import RecordCache
-from lucidrag.state.records import ChunkRecord, FileRecord
+from lucidrag.state.records import ChunkRecord, FileRecord, merge_rebuilt
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
     JournalEntry,
@@ -137,25 +137,33 @@ class KnowledgeBaseState:
         if not missing:
             return out
         store = KbStore(host, self.kb_id)
+        blobs = await _gather_bounded([store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
+        stored = {r.file_id: r for r in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs)))}
         if self.trust_records:
-            blobs = await _gather_bounded([store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
-            for record in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs))):
+            for record in stored.values():
                 self.records.put(record)
                 out[record.file_id] = record
         lost = [f for f in missing if f not in out and f not in self.unsettled]
         if lost and not self.fresh:
             for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
                                                 LOAD_CONCURRENCY):
-                if record is not None:
-                    out[record.file_id] = record
-                    if self.trust_records and record.file_id in (self.stored_ids or ()):
-                        continue  # storage has its record and failed to read it: never overwrite it
+                if record is None:
+                    continue
+                previous = stored.get(record.file_id)
+                if previous is not None:  # a repair re-reads the vectors: never make the record worse
+                    record = await run_blocking(merge_rebuilt, previous, record)
+                out[record.file_id] = record
+                if record is previous:
                     self.records.put(record)
-                    if await store.save_record(record):
-                        if self.stored_ids is not None:
-                            self.stored_ids.add(record.file_id)
-                    else:
-                        self.unsaved[record.file_id] = record
+                    continue
+                if previous is None and record.file_id in (self.stored_ids or ()):
+                    continue  # storage has its record and failed to read it: never overwrite it
+                self.records.put(record)
+                if await store.save_record(record):
+                    if self.stored_ids is not None:
+                        self.stored_ids.add(record.file_id)
+                else:
+                    self.unsaved[record.file_id] = record
         return out
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:

@@ -120,3 +120,30 @@ class FileRecord:
         chunks.sort(key=lambda c: c.index)
         return cls(file_id, file_format, chunks, name=name)
 
+
+
+def merge_rebuilt(stored: FileRecord, rebuilt: FileRecord) -> FileRecord:
+    """A record rebuilt from the vector DB, made no worse than the stored one it would replace.
+
+    The vectors decide which chunks exist and their text; a chunk the stored record has with the
+    same id and text keeps everything else from there (order, heading, page, parent), which
+    backends that drop metadata (Milvus, pgvector) cannot give back. Returns `stored` itself when
+    the vectors hold exactly its chunks."""
+    known = {c.chunk_id: c for c in stored.chunks}
+    chunks = [known[c.chunk_id] if _same_text(known.get(c.chunk_id), c) else c for c in rebuilt.chunks]
+    if len(chunks) == len(stored.chunks) and all(c is known.get(c.chunk_id) for c in chunks):
+        return stored
+    merged = sorted(chunks, key=lambda c: c.index)
+    name = rebuilt.name or stored.name
+    return FileRecord(rebuilt.file_id, rebuilt.format or stored.format,
+                      [c if c.document_name == name else _renamed(c, name) for c in merged],
+                      list(stored.parents) if any(c.parent is not None for c in merged) else [], name)
+
+
+def _same_text(known: ChunkRecord | None, rebuilt: ChunkRecord) -> bool:
+    return known is not None and known.text == rebuilt.text
+
+
+def _renamed(chunk: ChunkRecord, name: str) -> ChunkRecord:
+    return ChunkRecord(chunk.chunk_id, chunk.file_id, chunk.index, chunk.text, chunk.heading, chunk.page,
+                       chunk.parent, name)

@@ -150,7 +150,10 @@ class Console:
     async def overview(self, body: Mapping[str, Any]) -> dict[str, Any]:
         keys = await self._storage_keys()
         out = []
+        kbs = self.engine.installation(self.installation_id).kbs
         for ref in await self.knowledge_bases():
+            live = kbs.get(ref.kb_id)
+            ingesting = live.in_flight if live is not None else set()
             settings = await load_creation_settings(self.host, ref.kb_id)
             out.append({
                 "kb_id": ref.kb_id,
@@ -158,7 +161,7 @@ class Console:
                 "description": ref.description,
                 "files": len(record_file_ids(keys, ref.kb_id)),
                 "failed": len(failure_file_ids(keys, ref.kb_id)),
-                "interrupted": len(journal_file_ids(keys, ref.kb_id)),
+                "interrupted": len([f for f in journal_file_ids(keys, ref.kb_id) if f not in ingesting]),
                 "invalid_settings": [p.name for p in creation_problems(settings)] if settings is not None else [],
             })
         return {"knowledge_bases": out}
@@ -168,19 +171,15 @@ class Console:
         keys = await self._storage_keys()
         state = await self._state(ref.kb_id)
         failures = await list_failures(self.host, ref.kb_id, keys)
-        interrupted = journal_file_ids(keys, ref.kb_id)
+        interrupted = [f for f in journal_file_ids(keys, ref.kb_id) if f not in state.in_flight]
         known = state.known_files()
         listed = sorted(known)[:MAX_LISTED_FILES]
         records = await state.file_records(self.host, ref.kb_id, listed)
         files = [_file_row(record, "unsaved" if fid in state.unsaved else "ready")
                  for fid, record in sorted(records.items(), key=lambda kv: kv[1].name.lower())]
         files += [_failure_row(f) for f in failures if f.file_id not in known]
-        files += [{"file_id": fid, "title": "", "format": "", "status": "interrupted", "chunks": 0,
-                   "pages": "", "reason": "The plugin stopped while this file was being written "
-                   "(LangBot shows it as interrupted).",
-                   "advice": "Remove the vectors it left (button), then upload the file again. LangBot "
-                   "itself refuses to delete an interrupted file.", "advice_key": "interrupted"}
-                  for fid in interrupted if fid not in known]
+        files += [_interrupted_row(fid) for fid in interrupted if fid not in known]
+        files += [_ingesting_row(fid) for fid in sorted(state.in_flight) if fid not in known]
         settings = await load_creation_settings(self.host, ref.kb_id)
         return {
             "kb_id": ref.kb_id,
@@ -245,6 +244,10 @@ class Console:
         if state.fresh and not state.has_files():
             # Listing would make LangBot's Milvus adapter create a wrong-dimension collection.
             return {"orphans": [], "complete": True, "scanned": 0}
+        if state.discovery is not None:
+            # Storage lost the records and the files are still being found in the vector DB:
+            # every file not found yet would look like an orphan.
+            return {"orphans": [], "complete": False, "scanned": 0, "finding_files": True}
         counts: dict[str, int] = {}
         scanned, complete, offset = 0, False, 0
         for _ in range(SCAN_PAGES):
@@ -265,7 +268,8 @@ class Console:
                 complete = True
                 break
         known = state.known_files()
-        orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items()) if fid not in known]
+        orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items())
+                   if fid not in known and fid not in state.in_flight]
         return {"orphans": orphans, "complete": complete, "scanned": scanned}
 
     # ------------------------------------------------------------------ repairs
@@ -273,25 +277,37 @@ class Console:
         ref = await self._kb(body)
         action = str(body.get("action") or "")
         if action == "remove_orphan_vectors":
-            return await self._remove_orphan_vectors(ref.kb_id, str(body.get("file_id") or ""))
+            return await self._remove_orphan_vectors(ref.kb_id, str(body.get("file_id") or ""),
+                                                     body.get("langbot_status") == "interrupted")
         if action == "retry_saving_records":
             return await self._retry_saving_records(ref.kb_id)
         if action == "rebuild_from_vector_db":
             return await self._rebuild_from_vector_db(ref.kb_id)
         raise ConsoleError(f"Unknown repair action {action!r}.")
 
-    async def _remove_orphan_vectors(self, kb_id: str, file_id: str) -> dict[str, Any]:
+    async def _remove_orphan_vectors(self, kb_id: str, file_id: str, interrupted_in_langbot: bool) -> dict[str, Any]:
+        """Delete a file's vectors, record and journal entry, as LangBot's delete would. For files
+        LangBot cannot delete: orphans, ingests a crash cut short, and files LangBot shows as
+        interrupted (it refuses to delete those, even when the plugin finished and adopted them)."""
         state = await self._state(kb_id)
         if not file_id:
             raise ConsoleError("Choose the file whose vectors should be removed.")
-        if file_id in state.known_files() and file_id not in journal_file_ids(await self._storage_keys(), kb_id):
-            raise ConsoleError("This file is ingested and searchable; delete it in LangBot instead.")
+        if file_id in state.in_flight:
+            raise ConsoleError("This file is being uploaded right now; wait until LangBot shows it as completed "
+                               "or failed.")
+        if state.discovery is not None and file_id not in state.known_files():
+            raise ConsoleError("LucidRAG is still finding this knowledge base's files in the vector DB; a file "
+                               "not found yet cannot be told from an orphan. Try again when the index is ready.")
+        journalled = file_id in journal_file_ids(await self._storage_keys(), kb_id)
+        if file_id in state.known_files() and not journalled and not interrupted_in_langbot:
+            raise ConsoleError("This file is ingested and searchable; delete it in LangBot instead. Only if "
+                               "LangBot shows it as interrupted (and refuses to delete it), remove it here.")
         try:  # the same path as LangBot's delete: vectors, then record and journal entry
             await self.engine.delete_document(self.host, self.installation_id, kb_id, file_id)
         except LucidRagError as error:
             raise ConsoleError(f"{error}. Try again.") from error
         await forget_failure(self.host, kb_id, file_id)
-        logger.info("kb=%s file=%s: orphan vectors removed from the console", kb_id, file_id)
+        logger.info("kb=%s file=%s: removed from the console", kb_id, file_id)
         return {"removed": file_id}
 
     async def _retry_saving_records(self, kb_id: str) -> dict[str, Any]:
@@ -334,6 +350,18 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         row["advice"] = "Click 'Retry saving records'. Until then a plugin restart rebuilds it from the vector DB."
         row["advice_key"] = "unsaved"
     return row
+
+
+def _interrupted_row(file_id: str) -> dict[str, Any]:
+    return {"file_id": file_id, "title": "", "format": "", "status": "interrupted", "chunks": 0, "pages": "",
+            "reason": "The plugin stopped while this file was being written (LangBot shows it as interrupted).",
+            "advice": "Remove the vectors it left (button), then upload the file again. LangBot itself refuses "
+            "to delete an interrupted file.", "advice_key": "interrupted"}
+
+
+def _ingesting_row(file_id: str) -> dict[str, Any]:
+    return {"file_id": file_id, "title": "", "format": "", "status": "ingesting", "chunks": 0, "pages": "",
+            "reason": "", "advice": "", "advice_key": ""}
 
 
 def _failure_row(failure: FailureRecord) -> dict[str, Any]:

@@ -4,6 +4,7 @@ and the real Page component against the contract-following fake host; no browser
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -421,3 +422,81 @@ async def test_rebuild_from_the_vector_db_never_makes_a_record_worse_on_a_backen
     preview = await api(page, "/chunks", kb_id=KB, file_id=result.document_id)
     assert [c["heading"] for c in preview["chunks"]] == [c.heading for c in before.chunks]
     assert rows(await api(page, "/kb", kb_id=KB))[result.document_id]["title"] == before.name
+
+
+def restarted_console(host: ConsoleHost) -> tuple[Harness, LucidRagConsole, ConsoleHost]:
+    """A new plugin process (engine and console) over the same LangBot host."""
+    fresh = ConsoleHost()
+    fresh.collections, fresh.dims, fresh.storage, fresh.workspace_kbs = host.collections, host.dims, host.storage, host.workspace_kbs
+    page = LucidRagConsole()
+    page.plugin = fresh  # type: ignore[assignment]
+    return Harness(fresh), page, fresh
+
+
+async def test_a_file_being_uploaded_is_shown_as_uploading_and_cannot_be_removed(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await harness.ingest(KB, "a.txt", SOLAR)
+    await api(page, "/kb", kb_id=KB)
+    gate, written = asyncio.Event(), asyncio.Event()
+    real = host.vector_upsert
+
+    async def slow_upsert(*args: Any, **kwargs: Any) -> None:
+        await real(*args, **kwargs)
+        written.set()
+        await gate.wait()  # the upload is still running while the operator looks at the console
+
+    host.vector_upsert = slow_upsert  # type: ignore[method-assign]
+    upload = asyncio.create_task(harness.ingest(KB, "tea.txt", TEA, document_id="uploading"))
+    await written.wait()
+
+    detail = await api(page, "/kb", kb_id=KB)
+    assert rows(detail)["uploading"]["status"] == "ingesting" and detail["health"]["interrupted_files"] == []
+    assert (await api(page, "/overview"))["knowledge_bases"][0]["interrupted"] == 0
+    assert (await api(page, "/scan", kb_id=KB))["orphans"] == []
+    refused = await api(page, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id="uploading")
+    assert "being uploaded" in refused["error"] and host.vectors_of(KB, "uploading")
+
+    gate.set()
+    assert (await upload).status == DocumentStatus.COMPLETED
+    assert "Tieguanyin" in " ".join(await harness.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
+
+
+async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_orphans(harness: Harness, host,
+                                                                                     monkeypatch):
+    await create_kb(harness, host)
+    solar = await harness.ingest(KB, "a.txt", SOLAR)
+    for key in [k for k in host.storage if "/file/" in k or "/kw/" in k]:
+        del host.storage[key]  # records and index snapshot lost: files are found again in the vector DB
+    monkeypatch.setattr("lucidrag.state.kbstate.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
+    _, page2, fresh = restarted_console(host)
+
+    assert (await api(page2, "/scan", kb_id=KB))["orphans"] == []
+    refused = await api(page2, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=solar.document_id)
+    assert "still finding" in refused["error"]
+    assert host.vectors_of(KB, solar.document_id)
+
+
+async def test_a_file_adopted_after_a_crash_that_langbot_shows_interrupted_can_be_removed_here(harness: Harness, host):
+    """kill -9 after the last vector was written: LangBot marks the file interrupted for good and
+    refuses to delete it; the restarted plugin adopts it (it is complete and searchable). The
+    console is the one place it can be deleted."""
+    from tests.test_state_runtime import Crash
+
+    await create_kb(harness, host)
+    await harness.ingest(KB, "a.txt", SOLAR)
+    host.fail("set_plugin_storage", when=lambda key: "/file/" in key, error=Crash())
+    with pytest.raises(Crash):
+        await harness.ingest(KB, "tea.txt", TEA, document_id="adopted")
+    host.faults.clear()
+    back, page2, fresh = restarted_console(host)
+    assert any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
+    assert journal_key(KB, "adopted") not in host.storage  # adopted: nothing says "interrupted" any more
+    assert rows(await api(page2, "/kb", kb_id=KB))["adopted"]["status"] == "ready"
+
+    refused = await api(page2, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id="adopted")
+    assert "delete it in LangBot" in refused["error"] and host.vectors_of(KB, "adopted")
+    removed = await api(page2, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id="adopted",
+                        langbot_status="interrupted")
+    assert removed == {"removed": "adopted"}
+    assert host.vectors_of(KB, "adopted") == [] and file_record_key(KB, "adopted") not in host.storage
+    assert not any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))

@@ -11,6 +11,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+import numpy as np
+
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.errors import LucidRagError, ParseError, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
@@ -22,7 +24,7 @@ from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
-from lucidrag.vectors.scoring import calibrate, cosine
+from lucidrag.vectors.scoring import calibrate
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +69,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "No text could be extracted from this file. If it is a scan or a picture, choose an "
             "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
         )
-    record = file_record(request.document_id, document.format, chunked,
-                         document_name(document, datetime.now(timezone.utc).date()))
+    record = await run_blocking(file_record, request.document_id, document.format, chunked,
+                                document_name(document, datetime.now(timezone.utc).date()))
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
     store = KbStore(host, request.kb_id)
@@ -85,7 +87,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             def upsert(b=batch, s=start):
                 return with_retries(lambda: host.vector_upsert(
                     collection_id=request.collection_id,
-                    vectors=vectors[s : s + len(b)],
+                    vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
                     ids=[c.chunk_id for c in b],
                     metadata=[c.metadata(record.format) for c in b],
                     documents=[c.text for c in b],
@@ -128,18 +130,18 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
 
 
 async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
-                     record: FileRecord, vectors: list[list[float]]) -> None:
+                     record: FileRecord, vectors: np.ndarray) -> None:
     """Learn how this backend reports distance, from vectors we just stored (one search).
     Best effort: without it, scores fall back to `guess_metric`."""
     probe = vectors[len(vectors) // 2]
     try:
-        hits = await host.vector_search(request.collection_id, probe, top_k=min(8, len(vectors)),
+        hits = await host.vector_search(request.collection_id, probe.tolist(), top_k=min(8, len(vectors)),
                                         filters={"file_id": request.document_id})
     except Exception as error:  # noqa: BLE001
         logger.warning("kb=%s: distance calibration search failed (%s)", request.kb_id, describe(error))
         return
-    by_id = {c.chunk_id: v for c, v in zip(record.chunks, vectors)}
-    pairs = [(float(h["distance"]), cosine(probe, by_id[h["id"]])) for h in hits if h.get("id") in by_id]
+    row = {c.chunk_id: i for i, c in enumerate(record.chunks)}
+    pairs = [(float(h["distance"]), float(np.dot(probe, vectors[row[h["id"]]]))) for h in hits if h.get("id") in row]
     metric = calibrate(pairs)
     if metric is not None:
         await state.set_metric(store, metric)

@@ -233,11 +233,13 @@ class KbStore:
 
     # ---------------------------------------------------------------- file records
     async def save_record(self, record: FileRecord) -> bool:
-        return await self._put_blob(file_record_key(self.kb_id, record.file_id), record.to_bytes(),
+        blob = await run_blocking(record.to_bytes)  # 20,000 chunks: not on the event loop
+        return await self._put_blob(file_record_key(self.kb_id, record.file_id), blob,
                                     f"the record of file {record.file_id} in kb {self.kb_id}")
 
     async def load_record(self, file_id: str) -> FileRecord | None:
-        return decode_record(self.kb_id, file_id, await self.load_record_blob(file_id))
+        blob = await self.load_record_blob(file_id)
+        return None if blob is None else await run_blocking(decode_record, self.kb_id, file_id, blob)
 
     async def load_record_blob(self, file_id: str) -> bytes | None:
         """The stored record, still encoded (decode it with `decode_record`, off the event loop)."""

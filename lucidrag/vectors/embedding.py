@@ -9,6 +9,9 @@ Every vector is scaled to unit length before anything else sees it: Ollama, TEI 
 models return longer vectors, and LangBot's Chroma collections rank by (squared) L2 distance, which
 for unit vectors is 2 − 2·cos. Vectors are cached as float32 by (KB, model, sha256(text)), bounded
 in bytes, so re-uploading the same file costs no embedding calls while the plugin process lives.
+A file's vectors are one float32 matrix (6 KiB per 1,536-dim chunk, not the ~48 KiB of a list of
+Python floats); the caller converts a batch to lists only for the host call that needs them.
+Hashing, checking and scaling run off the event loop.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 
+import numpy as np
+
+from lucidrag.base.blocking import run_blocking
 from lucidrag.base.errors import EmbeddingFailure, HostConnectionLost
 from lucidrag.base.host import HostApi, describe, is_transient, with_retries  # noqa: F401 - with_retries re-exported
 
@@ -174,8 +180,9 @@ class Embedder:
         self.batch_sizes = batch_sizes
         self.calls = 0
 
-    async def embed(self, kb_id: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        keys = [(kb_id, model, hashlib.sha256(t.encode("utf-8")).hexdigest()) for t in texts]
+    async def embed(self, kb_id: str, model: str, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of `texts`, one float32 row each."""
+        keys = await run_blocking(_cache_keys, kb_id, model, texts)
         vectors: list[array | None] = [self.cache.get(k) for k in keys]
         missing: dict[CacheKey, str] = {}
         for key, text, vector in zip(keys, texts, vectors):
@@ -187,9 +194,9 @@ class Embedder:
                 self.cache.put(key, vector)
             by_key = dict(zip(missing, fresh))
             vectors = [v if v is not None else by_key[k] for k, v in zip(keys, vectors)]
-        result = [v.tolist() for v in vectors if v is not None]
-        _check_dimensions(result)
-        return result
+        rows = [v for v in vectors if v is not None]
+        _check_dimensions(rows)
+        return await run_blocking(_matrix, rows)
 
     async def embed_query(self, model: str, text: str) -> list[float]:
         try:
@@ -235,20 +242,46 @@ class Embedder:
                 f"The embedding model returned {got} vectors for {len(batch)} texts. The model or "
                 "its provider is misbehaving; try another embedding model.", permanent=True
             )
-        for vector in vectors:
-            if not vector or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in vector):
-                raise EmbeddingFailure(
-                    "The embedding model returned an empty or invalid vector. Check the model's "
-                    "settings, or choose another embedding model.", permanent=True
-                )
-        return [unit_vector(v) for v in vectors]
+        units = await run_blocking(_unit_vectors, vectors)
+        if units is None:
+            raise EmbeddingFailure(
+                "The embedding model returned an empty or invalid vector. Check the model's "
+                "settings, or choose another embedding model.", permanent=True
+            )
+        return units
+
+
+def _valid(vector: object) -> bool:
+    return (isinstance(vector, (list, tuple)) and bool(vector)
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in vector))
+
+
+def _unit_vectors(vectors: list[list[float]]) -> list[array] | None:
+    """Each vector scaled to length 1, as float32; None if any is empty or not finite numbers."""
+    if not all(_valid(v) for v in vectors):
+        return None
+    return [unit_vector(v) for v in vectors]
 
 
 def unit_vector(vector: Sequence[float]) -> array:
     """The vector scaled to length 1, as float32. A zero vector stays zero (it has no direction)."""
-    norm = math.sqrt(math.fsum(x * x for x in vector))
-    scale = 1.0 / norm if norm > 0.0 else 0.0
-    return array("f", [x * scale for x in vector])
+    values = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(values))
+    return array("f", (values / norm if norm > 0.0 else values * 0.0).astype(np.float32).tobytes())
+
+
+def _cache_keys(kb_id: str, model: str, texts: Sequence[str]) -> list[CacheKey]:
+    return [(kb_id, model, hashlib.sha256(t.encode("utf-8")).hexdigest()) for t in texts]
+
+
+def _matrix(rows: list[array]) -> np.ndarray:
+    """The rows (all of one length) as one float32 matrix."""
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    out = np.empty((len(rows), len(rows[0])), dtype=np.float32)
+    for i, row in enumerate(rows):
+        out[i] = np.frombuffer(row, dtype=np.float32)
+    return out
 
 
 def _failure(error: BaseException) -> EmbeddingFailure:
@@ -261,7 +294,7 @@ def _failure(error: BaseException) -> EmbeddingFailure:
     return EmbeddingFailure(f"The embedding model failed: {describe(error)}. {advice}")
 
 
-def _check_dimensions(vectors: list[list[float]]) -> None:
+def _check_dimensions(vectors: Sequence[Sequence[float]]) -> None:
     dims = {len(v) for v in vectors}
     if len(dims) > 1:
         raise EmbeddingFailure(

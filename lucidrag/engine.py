@@ -7,6 +7,10 @@ holds per-KB state. The component passes the host API and the installation id wi
 No work outlives the hook that started it (the SDK refuses host calls after an invocation ended).
 Unfinished work -- a KB deletion past its hook's budget, storage writes that failed, ingests a
 crash interrupted -- is kept as state and continued in bounded slices by later hooks (`_upkeep`).
+
+Every hook but ingest runs its host calls within LangBot's timeout for it (base/budget.py): a call
+that would end past the hook's deadline is abandoned, and what it was for waits as state. A KB
+whose snapshot could not be loaded in time stays unloaded (the hook fails, and the next loads it).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lucidrag.base.budget import budget, hook_budget, remaining
 from lucidrag.base.errors import VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
@@ -30,8 +35,10 @@ from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_re
 
 logger = logging.getLogger(__name__)
 
-KB_DELETE_BUDGET_S = 20.0  # of on_knowledge_base_delete's ~30 s
-# Time each hook may spend on unfinished work before its own (retrieve is what users wait for).
+KB_DELETE_BUDGET_S = 20.0  # of on_knowledge_base_delete's 30 s (HOOK_TIMEOUT_S)
+KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin storage before the vectors
+# Time each hook may spend starting unfinished work before its own (retrieve is what users wait
+# for); a step started in it may run on to the hook's deadline.
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
 
 
@@ -72,8 +79,9 @@ class Engine:
         """Remember that the new KB has no vectors yet, so that nothing touches the vector DB before
         its first upsert (see KnowledgeBaseState.fresh). Best effort."""
         inst = self.installation(installation_id)
-        await self._upkeep(host, inst, "create")
-        await KbStore(host, kb_id).save_meta(KbMeta(None, False))
+        with hook_budget("create"):
+            await KbStore(host, kb_id).save_meta(KbMeta(None, False))
+            await self._upkeep(host, inst, "create")
 
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
         inst = self.installation(installation_id)
@@ -91,26 +99,31 @@ class Engine:
         where = normalise_filters(filters)
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
-        await state.ensure_loaded(host, collection_id)
-        await self._upkeep(host, inst, "retrieve", first=state)
-        if state.fresh and not state.has_files():
-            return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
-        embedder = Embedder(host, inst.cache, inst.batch_sizes)
-        request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
-        return await retrieve(host, state, embedder, request)
+        with hook_budget("retrieve"):
+            await state.ensure_loaded(host, collection_id)
+            await self._upkeep(host, inst, "retrieve", first=state)
+            if state.fresh and not state.has_files():
+                return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
+            embedder = Embedder(host, inst.cache, inst.batch_sizes)
+            request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
+            return await retrieve(host, state, embedder, request)
 
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
-        """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed."""
+        """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
+        (or did not answer in time: LangBot then keeps the file, and deleting it again is safe).
+        Once the vectors are gone it returns within the hook's time: the record and index
+        writes that do not fit are retried by later hooks."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
-        await state.ensure_loaded(host, kb_id, index_now=False)
-        try:
-            await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
-        except Exception as error:  # noqa: BLE001
-            raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
-        await state.delete_file(KbStore(host, kb_id), document_id)
-        logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
-        await self._upkeep(host, inst, "delete")
+        with hook_budget("delete"):
+            await state.ensure_loaded(host, kb_id, index_now=False)
+            try:
+                await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+            except Exception as error:  # noqa: BLE001
+                raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
+            await state.delete_file(KbStore(host, kb_id), document_id)
+            logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
+            await self._upkeep(host, inst, "delete")
 
     async def delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         """Remove every vector of the KB (the host leaves them behind) and all derived state.
@@ -119,21 +132,28 @@ class Engine:
         vector DB still lists is deleted by file id until the listing is empty. What is left when
         the budget runs out is continued by the installation's next hooks; a marker in plugin
         storage lets a restarted plugin finish it. Returns whether the KB is gone already."""
+        with hook_budget("kb_delete"):
+            return await self._delete_knowledge_base(host, installation_id, kb_id)
+
+    async def _delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         inst = self.installation(installation_id)
         store = KbStore(host, kb_id)
         state = inst.kbs.pop(kb_id, None)
         inst.cache.drop_kb(kb_id)
-        snapshot = await list_keys(host)
-        file_ids = set(snapshot.record_ids(kb_id) if snapshot else [])
-        if state is not None:
-            file_ids.update(state.known_files())
-        meta = await store.load_meta()
-        never_written = (not file_ids and meta is not None and meta.has_vectors is False
-                         and (state is None or state.has_vectors is not True))
+        # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
+        with budget(remaining() * KB_DELETE_STORAGE_SHARE):
+            snapshot = await list_keys(host)
+            file_ids = set(snapshot.record_ids(kb_id) if snapshot else [])
+            if state is not None:
+                file_ids.update(state.known_files())
+            meta = await store.load_meta()
+            never_written = (not file_ids and meta is not None and meta.has_vectors is False
+                             and (state is None or state.has_vectors is not True))
+            if not never_written:
+                await store.mark_delete_pending()
         if never_written:  # listing would make Milvus create a collection for a deleted KB
             await store.delete_everything()
             return True
-        await store.mark_delete_pending()
         job = inst.deletions.setdefault(kb_id, KbDeletion(kb_id, sorted(file_ids)))
         done = await job.run(host, time.monotonic() + KB_DELETE_BUDGET_S)
         if done:

@@ -176,6 +176,7 @@ class FakeHost:
         self.calls: Counter[str] = Counter()
         self.embedded_texts = 0
         self.faults: dict[str, Callable[..., None]] = {}
+        self.hangs: dict[str, Callable[..., bool]] = {}  # method -> which calls never answer
         self.max_embed_batch: int | None = None
         self.batch_error = "langbot"  # a key of BATCH_ERRORS
         self.oversized_batches = 0  # embedding calls refused as too large
@@ -216,6 +217,11 @@ class FakeHost:
                 raise error or HostError(f"{method} failed")
         self.faults[method] = fault
 
+    def hang(self, method: str, when: Callable[..., bool] | None = None) -> None:
+        """Calls of `method` (where `when(**kwargs)`) never answer: a host that lets the SDK's
+        timeout (15 s for storage, 30 s for vector calls) run out."""
+        self.hangs[method] = when or (lambda **_: True)
+
     def burst(self, method: str, count: int, kind: str = "503") -> None:
         """Make the next `count` calls of `method` fail like a provider under load (429/503/timeout)."""
         self.bursts.setdefault(method, []).extend([kind] * count)
@@ -248,6 +254,10 @@ class FakeHost:
             raise
         if self.disconnected is not None:
             raise self.disconnected
+        hang = self.hangs.get(method)
+        if hang is not None and hang(**kwargs):
+            self.calls[method] += 1
+            await asyncio.Event().wait()
         await asyncio.sleep(self.latency)
         if invocation is not None and not invocation.active:
             self.refused[method] += 1

@@ -141,7 +141,8 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
     assert len([k for k in host.storage if f"/kb/{KB}/" in k]) > 8
     ticks = iter(range(10**9))
     clock = SimpleNamespace(monotonic=lambda: float(next(ticks)), time=time.time)
-    for module in ("lucidrag.engine", "lucidrag.state.store", "lucidrag.state.kbdelete", "lucidrag.state.kbstate"):
+    for module in ("lucidrag.engine", "lucidrag.state.store", "lucidrag.state.kbdelete", "lucidrag.state.kbstate",
+                   "lucidrag.base.budget"):
         monkeypatch.setattr(f"{module}.time", clock)
     monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 6.0)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 6.0)

@@ -27,6 +27,7 @@ from langbot_plugin.api.entities.builtin.rag.models import (
     IngestionResult,
 )
 
+from lucidrag.base.budget import HOOK_TIMEOUT_S, hook_budget
 from lucidrag.base.errors import LucidRagError, SettingsError
 from lucidrag.base.settings import (
     CreationSettings,
@@ -42,8 +43,8 @@ from lucidrag.state.saved_settings import save_creation_settings
 
 logger = logging.getLogger(__name__)
 
-INGEST_TIMEOUT_S = 1100.0  # below the host's 1200 s, leaving time to roll back
-DELETE_KB_TIMEOUT_S = 27.0  # the host allows ~30 s
+INGEST_TIMEOUT_S = HOOK_TIMEOUT_S["ingest"] - 100.0  # leaving time to roll back
+DELETE_KB_TIMEOUT_S = HOOK_TIMEOUT_S["kb_delete"] - 3.0
 DEFAULT_INSTALLATION = "dedicated"
 
 
@@ -62,11 +63,12 @@ class LucidRag(KnowledgeEngine):
 
     async def on_knowledge_base_create(self, kb_id: str, config: dict) -> None:
         try:
-            await save_creation_settings(self.plugin, kb_id, config)  # for the console
-            parse_creation_settings(config)
-            # Marks the KB as having no vectors yet, so nothing touches the vector DB before the
-            # first upsert (Milvus would create a 1536-dimension collection). Best effort.
-            await self.engine.create_knowledge_base(self.plugin, self._installation_id(), kb_id)
+            with hook_budget("create"):
+                await save_creation_settings(self.plugin, kb_id, config)  # for the console
+                parse_creation_settings(config)
+                # Marks the KB as having no vectors yet, so nothing touches the vector DB before the
+                # first upsert (Milvus would create a 1536-dimension collection). Best effort.
+                await self.engine.create_knowledge_base(self.plugin, self._installation_id(), kb_id)
         except LucidRagError as error:
             # Raising would fail KB creation with a bare HTTP 500; the same message is shown on
             # every upload instead, where the operator sees it.
@@ -147,8 +149,9 @@ class LucidRag(KnowledgeEngine):
 
     async def delete_document(self, kb_id: str, document_id: str) -> bool:
         try:
-            await self.engine.delete_document(self.plugin, self._installation_id(), kb_id, document_id)
-            await forget_failure(self.plugin, kb_id, document_id)
+            with hook_budget("delete"):
+                await self.engine.delete_document(self.plugin, self._installation_id(), kb_id, document_id)
+                await forget_failure(self.plugin, kb_id, document_id)
             return True
         except Exception:  # noqa: BLE001 - False tells the host (and the user) to retry
             logger.exception("kb=%s doc=%s: delete failed", kb_id, document_id)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from lucidrag.base.budget import bounded, remaining
 from lucidrag.base.errors import HostConnectionLost
 
 logger = logging.getLogger(__name__)
@@ -159,19 +160,22 @@ def connection_lost(error: BaseException) -> HostConnectionLost:
 
 
 async def with_retries(call: Callable[[], Awaitable[T]], delays: Sequence[float] | None = None) -> T:
-    """Run a host call, retrying transient failures after each delay (with jitter).
+    """Run a host call, retrying transient failures after each delay (with jitter), within the
+    current hook's deadline (budget.py): no attempt runs past it, no retry waits beyond it.
 
     A lost connection raises `HostConnectionLost` at once; other errors propagate unchanged."""
     schedule = RETRY_DELAYS if delays is None else delays
     for attempt in range(len(schedule) + 1):
         try:
-            return await call()
+            return await bounded(call)
         except Exception as error:  # noqa: BLE001 - classified below, re-raised when not transient
             if is_connection_lost(error):
                 raise connection_lost(error) from error
             if attempt == len(schedule) or not is_transient(error):
                 raise
             delay = schedule[attempt] * random.uniform(0.8, 1.2)
+            if delay >= remaining():
+                raise
             logger.warning("transient host error, retrying in %.1fs: %s", delay, describe(error))
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")

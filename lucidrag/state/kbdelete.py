@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import time
 
+from lucidrag.base.budget import BudgetSpent
+from lucidrag.base.budget import deadline as hook_deadline
 from lucidrag.base.host import HostApi, describe, is_kb_gone, with_retries
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.vectorscan import LIST_PAGE, file_ids_of
@@ -46,9 +48,14 @@ class KbDeletion:
         self.started = time.monotonic()
 
     async def run(self, host: HostApi, deadline: float) -> bool:
-        """Steps until done or past `deadline`. Returns whether the KB is gone."""
-        while not self.done and time.monotonic() < deadline:
-            await self.step(host, deadline)
+        """Steps until done or past `deadline` (or the hook's own, base/budget.py). Returns whether
+        the KB is gone."""
+        deadline = min(deadline, hook_deadline())
+        try:
+            while not self.done and time.monotonic() < deadline:
+                await self.step(host, deadline)
+        except BudgetSpent:
+            pass  # the step is repeated by a later run
         return self.done
 
     async def step(self, host: HostApi, deadline: float) -> None:
@@ -73,6 +80,8 @@ class KbDeletion:
             try:
                 await with_retries(lambda: host.vector_delete(self.kb_id, filters=ALL_VECTORS))
                 self.bulk = True
+            except BudgetSpent:
+                raise  # no answer in time says nothing about the backend
             except Exception as error:  # noqa: BLE001 - the file-by-file passes catch what is left
                 if is_kb_gone(error):
                     raise
@@ -106,6 +115,8 @@ class KbDeletion:
         where = {"file_id": batch[0]} if len(batch) == 1 else {"file_id": {"$in": batch}}
         try:
             await with_retries(lambda: host.vector_delete(self.kb_id, filters=where))
+        except BudgetSpent:
+            raise  # the batch is tried again
         except Exception as error:  # noqa: BLE001 - the listing pass catches what is left
             logger.info("kb=%s: filter delete failed (%s); the listing pass deletes by file id", self.kb_id,
                         describe(error))

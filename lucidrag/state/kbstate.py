@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lucidrag.base.blocking import run_blocking
+from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
@@ -228,6 +229,8 @@ class KnowledgeBaseState:
             if snapshot is not None:
                 self.seed(snapshot)
         snapshot_index = await self._load_index_snapshot(store)
+        if remaining() <= 0:  # reads were cut short by the hook's deadline: load again next time
+            raise BudgetSpent("the knowledge base could not be loaded in this request's time")
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
@@ -292,7 +295,8 @@ class KnowledgeBaseState:
                 await self._index([r for r in records.values() if r.file_id not in self.index
                                    and r.file_id not in self.in_flight])
                 for file_id in batch:
-                    self.to_index.pop(file_id, None)
+                    if file_id in records or remaining() > 0:  # unread for lack of time: next slice
+                        self.to_index.pop(file_id, None)
             changed = True
         if changed or self.index_dirty:
             await self._persist_index(KbStore(host, self.kb_id))

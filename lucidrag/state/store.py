@@ -2,8 +2,10 @@
 
 Plugin storage is fallible (a host with SQLAlchemy 2.1 fails every write; reading a missing key
 raises): every method here either succeeds or returns a falsy value and logs; nothing raises into
-ingest, retrieve or delete. The vector DB stays the source of truth; what is lost here is rebuilt
-from it. Key names come from `storage_keys` only.
+ingest, retrieve or delete. Every call keeps to the current hook's deadline (base/budget.py): one
+that would pass it counts as failed, and the caller's retry state carries the work over. The
+vector DB stays the source of truth; what is lost here is rebuilt from it. Key names come from
+`storage_keys` only.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from lucidrag.base.blocking import run_blocking
+from lucidrag.base.budget import bounded
 from lucidrag.base.host import HostApi, describe
 from lucidrag.state.records import FileRecord
 from lucidrag.state.storage_keys import (
@@ -87,7 +90,7 @@ class KeySnapshot:
 
 async def list_keys(host: HostApi) -> KeySnapshot | None:
     try:
-        keys = await host.get_plugin_storage_keys()
+        keys = await bounded(host.get_plugin_storage_keys)
     except Exception as error:  # noqa: BLE001
         logger.warning("could not list plugin storage (%s)", describe(error))
         return None
@@ -96,7 +99,7 @@ async def list_keys(host: HostApi) -> KeySnapshot | None:
 
 async def put_value(host: HostApi, key: str, value: bytes, what: str) -> bool:
     try:
-        await host.set_plugin_storage(key, value)
+        await bounded(lambda: host.set_plugin_storage(key, value))
         return True
     except Exception as error:  # noqa: BLE001 - storage is best effort by contract
         logger.warning("could not save %s (%s)", what, describe(error))
@@ -115,7 +118,7 @@ _MISSING_KEY = re.compile(r"\bnot found\b", re.IGNORECASE)
 async def read_value(host: HostApi, key: str) -> bytes | None:
     """The value, or None when the key is missing. Raises StorageReadFailed when storage failed."""
     try:
-        return await host.get_plugin_storage(key) or None
+        return await bounded(lambda: host.get_plugin_storage(key)) or None
     except Exception as error:  # noqa: BLE001 - classified by its message
         if _MISSING_KEY.search(str(error)):
             return None
@@ -132,7 +135,7 @@ async def get_value(host: HostApi, key: str) -> bytes | None:
 
 async def delete_value(host: HostApi, key: str, what: str) -> bool:
     try:
-        await host.delete_plugin_storage(key)
+        await bounded(lambda: host.delete_plugin_storage(key))
         return True
     except Exception as error:  # noqa: BLE001
         logger.warning("could not delete %s (%s)", what, describe(error))

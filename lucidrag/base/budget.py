@@ -1,0 +1,86 @@
+"""How long each host hook may take, and the deadline every host call of a hook keeps to.
+
+LangBot gives each hook a fixed time and then gives up on it without cancelling the plugin's work
+(`cancel_peer_on_cancel` is False): a delete that finishes after its 30 s is shown to the operator
+as failed ("file retained") although it happened. So a hook sets a deadline when it starts
+(`hook_budget`), and every host call made under it (`bounded`, used by `host.with_retries` and by
+the plugin-storage layer) is abandoned at that deadline, and not started once it has passed.
+Work that did not fit stays as state (unsaved records, a dirty index, a pending KB deletion) and
+is continued by later hooks' upkeep, each in a budget of its own (`budget`, nested: the tighter
+deadline wins).
+
+The deadline lives in a context variable, so tasks a hook starts (asyncio.gather) inherit it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# What the plugin runtime waits for each hook before giving up (langbot_plugin 0.7.18,
+# runtime/io/handlers/plugin.py: rag_ingest_document timeout=1200, retrieve_knowledge
+# KNOWLEDGE_RETRIEVAL_TIMEOUT = 120.0, rag_delete_document / rag_on_kb_create / rag_on_kb_delete
+# timeout=30). LangBot 4.11.2 waits as long or longer on its side (retrieve 180 s).
+HOOK_TIMEOUT_S: dict[str, float] = {
+    "ingest": 1200.0,
+    "retrieve": 120.0,
+    "delete": 30.0,
+    "create": 30.0,
+    "kb_delete": 30.0,
+}
+# Share of a hook's time kept back from its host calls: the work after the last call (CPU, the
+# answer's way back through the runtime) and a late answer that a call's own timeout allows.
+HOOK_RESERVE = 0.2
+
+_deadline: ContextVar[float] = ContextVar("lucidrag_hook_deadline", default=math.inf)
+
+
+class BudgetSpent(Exception):
+    """The hook's time for host calls is used up; the rest waits for a later hook."""
+
+
+def deadline() -> float:
+    """The monotonic time by which the current hook's host calls must be done (inf: none)."""
+    return _deadline.get()
+
+
+def remaining() -> float:
+    return _deadline.get() - time.monotonic()
+
+
+@contextmanager
+def budget(seconds: float) -> Iterator[float]:
+    """Host calls inside take at most `seconds` from now, and never past an enclosing deadline."""
+    token = _deadline.set(min(_deadline.get(), time.monotonic() + seconds))
+    try:
+        yield _deadline.get()
+    finally:
+        _deadline.reset(token)
+
+
+def hook_budget(hook: str, started: float | None = None) -> AbstractContextManager[float]:
+    """The budget of one hook (a key of HOOK_TIMEOUT_S) that started at `started` (default: now)."""
+    spent = 0.0 if started is None else time.monotonic() - started
+    return budget(HOOK_TIMEOUT_S[hook] * (1.0 - HOOK_RESERVE) - spent)
+
+
+async def bounded(call: Callable[[], Awaitable[T]]) -> T:
+    """Run one host call within the current deadline; BudgetSpent if it has passed or passes."""
+    left = remaining()
+    if left == math.inf:
+        return await call()
+    if left <= 0:
+        raise BudgetSpent("this request's time is used up; the rest continues with later requests")
+    try:
+        return await asyncio.wait_for(call(), left)
+    except asyncio.TimeoutError:
+        if remaining() > 0:
+            raise  # the call's own timeout, not ours
+        raise BudgetSpent("a host call did not answer within this request's time") from None

@@ -1,0 +1,92 @@
+"""Issue 17 (9): every hook answers within LangBot's timeout for it, however slow the host is.
+
+The hooks are called as LangBot calls them, under `asyncio.wait_for(hook, timeout)`: a hook that
+overran would raise TimeoutError here, as LangBot records a failure there. The timeouts are
+shortened (the plugin's own constant, HOOK_TIMEOUT_S, and the test's wait alike) and the slow host
+is one whose calls never answer (`FakeHost.hang`), so nothing depends on how fast this machine is.
+What a hook could not finish must be finished by later hooks."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lucidrag.base import budget
+from lucidrag.state.storage_keys import file_record_key, journal_key
+from tests.conftest import Harness
+from tests.test_state_runtime import restarted
+
+KB = "kb-budgets"
+TIMEOUT = {"ingest": 1200.0, "retrieve": 1.0, "delete": 0.6, "create": 0.6, "kb_delete": 0.6}
+MANUAL = "\n\n".join(f"Pump P-{i} needs its seal replaced every {i * 100} hours." for i in range(40)).encode()
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+
+
+@pytest.fixture(autouse=True)
+def short_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(budget, "HOOK_TIMEOUT_S", dict(TIMEOUT))
+
+
+async def within(hook: str, call):
+    """Run a hook as LangBot does: it gives up after the hook's timeout."""
+    return await asyncio.wait_for(call, TIMEOUT[hook])
+
+
+def keys_of(host, file_id: str) -> list[str]:
+    return [k for k in host.storage if k.startswith(file_record_key(KB, file_id)) or k == journal_key(KB, file_id)]
+
+
+async def test_a_delete_whose_bookkeeping_hangs_still_answers_true_in_time_and_finishes_later(harness: Harness, host):
+    kept = await harness.ingest(KB, "tea.txt", TEA)
+    gone = await harness.ingest(KB, "pumps.txt", MANUAL)
+    assert keys_of(host, gone.document_id)
+    for method in ("set_plugin_storage", "get_plugin_storage", "delete_plugin_storage", "get_plugin_storage_keys"):
+        host.hang(method)  # plugin storage stops answering right after the vectors are deleted
+
+    assert await within("delete", harness.component.delete_document(KB, gone.document_id)) is True
+    assert host.vectors_of(KB, gone.document_id) == []
+
+    host.hangs.clear()
+    texts = await within("retrieve", harness.texts(KB, "seal replaced hours pump", settings={"search_mode": "keyword"}))
+    assert not any("P-3 needs" in t for t in texts)
+    await within("retrieve", harness.texts(KB, "Tieguanyin"))
+    assert keys_of(host, gone.document_id) == []  # record and journal removed by the later hooks
+    back = restarted(host)
+    texts = await back.texts(KB, "seal replaced hours pump", settings={"search_mode": "keyword"})
+    assert not any("P-3 needs" in t for t in texts)
+    assert any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
+    assert kept.document_id
+
+
+async def test_a_delete_the_vector_db_does_not_answer_fails_in_time_and_succeeds_when_retried(harness: Harness, host):
+    result = await harness.ingest(KB, "pumps.txt", MANUAL)
+    host.hang("vector_delete")
+
+    assert await within("delete", harness.component.delete_document(KB, result.document_id)) is False
+    host.hangs.clear()
+    assert await within("delete", harness.component.delete_document(KB, result.document_id)) is True
+    assert host.vectors_of(KB, result.document_id) == [] and keys_of(host, result.document_id) == []
+
+
+async def test_kb_create_and_delete_answer_in_time_when_plugin_storage_hangs(harness: Harness, host):
+    await harness.ingest(KB, "pumps.txt", MANUAL)
+    host.hang("set_plugin_storage")
+    host.hang("get_plugin_storage_keys")
+    await within("create", harness.component.on_knowledge_base_create("kb-new", {"embedding_model_uuid": "m"}))
+    await within("kb_delete", harness.lucid.on_knowledge_base_delete(KB))  # the hook itself, no test wrapper
+    host.hangs.clear()
+    assert host.vector_count(KB) == 0  # the vectors went inside the hook
+
+
+async def test_retrieve_answers_in_time_when_plugin_storage_hangs_after_a_restart(harness: Harness, host):
+    await harness.ingest(KB, "pumps.txt", MANUAL)
+    back = restarted(host)
+    back.host.hang("get_plugin_storage")
+    back.host.hang("get_plugin_storage_keys")
+    await within("retrieve", back.retrieve(KB, "seal of pump P-7"))  # answers, if with nothing
+    back.host.hangs.clear()
+    state = back.host.engine.installation("dedicated").kb(KB)
+    assert not state.loaded  # a load cut short is not taken for a KB without a snapshot
+    texts = await within("retrieve", back.texts(KB, "seal of pump P-7", settings={"search_mode": "keyword"}))
+    assert any("P-7 needs" in t for t in texts) and not state.indexing

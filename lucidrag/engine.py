@@ -38,8 +38,9 @@ logger = logging.getLogger(__name__)
 KB_DELETE_BUDGET_S = 20.0  # of on_knowledge_base_delete's 30 s (HOOK_TIMEOUT_S)
 KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin storage before the vectors
 # Time each hook may spend starting unfinished work before its own (retrieve is what users wait
-# for); a step started in it may run on to the hook's deadline.
+# for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
+UPKEEP_STEP_SLACK_S = 10.0
 
 
 @dataclass
@@ -167,7 +168,11 @@ class Engine:
     async def _upkeep(self, host: HostApi, inst: Installation, hook: str,
                       first: KnowledgeBaseState | None = None) -> None:
         """Continue unfinished work for at most the hook's budget. Never raises."""
-        deadline = time.monotonic() + UPKEEP_BUDGET_S[hook]
+        with budget(UPKEEP_BUDGET_S[hook] + UPKEEP_STEP_SLACK_S):
+            await self._continue_unfinished(host, inst, time.monotonic() + UPKEEP_BUDGET_S[hook], first)
+
+    async def _continue_unfinished(self, host: HostApi, inst: Installation, deadline: float,
+                                   first: KnowledgeBaseState | None) -> None:
         try:
             if not inst.discovered:
                 await self._discover(host, inst)

@@ -90,3 +90,22 @@ async def test_retrieve_answers_in_time_when_plugin_storage_hangs_after_a_restar
     assert not state.loaded  # a load cut short is not taken for a KB without a snapshot
     texts = await within("retrieve", back.texts(KB, "seal of pump P-7", settings={"search_mode": "keyword"}))
     assert any("P-7 needs" in t for t in texts) and not state.indexing
+
+
+async def test_unfinished_work_never_holds_a_query_up_for_long_when_storage_hangs(harness: Harness, host, monkeypatch):
+    """A record that could not be saved is retried at the start of the next hooks; if storage now
+    hangs, the query still gets its answer once upkeep's own short budget is spent."""
+    from lucidrag import engine
+
+    monkeypatch.setitem(budget.HOOK_TIMEOUT_S, "retrieve", 120.0)
+    monkeypatch.setattr(engine, "UPKEEP_STEP_SLACK_S", 0.2)
+    monkeypatch.setitem(engine.UPKEEP_BUDGET_S, "retrieve", 0.2)
+    await harness.texts(KB, "anything")  # the KB is loaded before the failing ingest
+    host.fail("set_plugin_storage", when=lambda key: "/file/" in key)
+    await harness.ingest(KB, "pumps.txt", MANUAL)
+    assert host.engine.installation("dedicated").kb(KB).unsaved
+    host.faults.clear()
+    host.hang("set_plugin_storage")
+
+    texts = await asyncio.wait_for(harness.texts(KB, "seal of pump P-7"), 2.0)
+    assert any("P-7 needs" in t for t in texts)

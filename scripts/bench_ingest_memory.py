@@ -10,7 +10,6 @@ tracemalloc slows Python down) and the longest event-loop stall (LoopStallMonito
 
 from __future__ import annotations
 
-import asyncio
 import random
 import sys
 import time
@@ -89,7 +88,7 @@ def main() -> None:
     plain = loop.run_until_complete(one_ingest(chunks, data, trace=False))
     traced = loop.run_until_complete(one_ingest(chunks, data, trace=True))
     loop.close()
-    print(f"| chunks | wall s | longest loop stall | tracemalloc peak |")
+    print("| chunks | wall s | longest loop stall | tracemalloc peak |")
     print("|---|---|---|---|")
     print(f"| {int(plain['chunks'])} | {plain['seconds']:.1f} | {plain['stall_ms']:.0f} ms | {traced['peak_mib']:.0f} MiB |")
 

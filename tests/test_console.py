@@ -468,7 +468,7 @@ async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_o
     for key in [k for k in host.storage if "/file/" in k or "/kw/" in k]:
         del host.storage[key]  # records and index snapshot lost: files are found again in the vector DB
     monkeypatch.setattr("lucidrag.state.kbstate.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
-    _, page2, fresh = restarted_console(host)
+    _, page2, _ = restarted_console(host)
 
     assert (await api(page2, "/scan", kb_id=KB))["orphans"] == []
     refused = await api(page2, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=solar.document_id)
@@ -488,7 +488,7 @@ async def test_a_file_adopted_after_a_crash_that_langbot_shows_interrupted_can_b
     with pytest.raises(Crash):
         await harness.ingest(KB, "tea.txt", TEA, document_id="adopted")
     host.faults.clear()
-    back, page2, fresh = restarted_console(host)
+    back, page2, _ = restarted_console(host)
     assert any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
     assert journal_key(KB, "adopted") not in host.storage  # adopted: nothing says "interrupted" any more
     assert rows(await api(page2, "/kb", kb_id=KB))["adopted"]["status"] == "ready"

@@ -38,7 +38,7 @@ def keys_of(host, file_id: str) -> list[str]:
 
 
 async def test_a_delete_whose_bookkeeping_hangs_still_answers_true_in_time_and_finishes_later(harness: Harness, host):
-    kept = await harness.ingest(KB, "tea.txt", TEA)
+    await harness.ingest(KB, "tea.txt", TEA)
     gone = await harness.ingest(KB, "pumps.txt", MANUAL)
     assert keys_of(host, gone.document_id)
     for method in ("set_plugin_storage", "get_plugin_storage", "delete_plugin_storage", "get_plugin_storage_keys"):
@@ -56,7 +56,6 @@ async def test_a_delete_whose_bookkeeping_hangs_still_answers_true_in_time_and_f
     texts = await back.texts(KB, "seal replaced hours pump", settings={"search_mode": "keyword"})
     assert not any("P-3 needs" in t for t in texts)
     assert any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
-    assert kept.document_id
 
 
 async def test_a_delete_the_vector_db_does_not_answer_fails_in_time_and_succeeds_when_retried(harness: Harness, host):

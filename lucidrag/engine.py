@@ -168,8 +168,10 @@ class Engine:
     async def _upkeep(self, host: HostApi, inst: Installation, hook: str,
                       first: KnowledgeBaseState | None = None) -> None:
         """Continue unfinished work for at most the hook's budget. Never raises."""
-        with budget(UPKEEP_BUDGET_S[hook] + UPKEEP_STEP_SLACK_S):
-            await self._continue_unfinished(host, inst, time.monotonic() + UPKEEP_BUDGET_S[hook], first)
+        with budget(UPKEEP_BUDGET_S[hook] + UPKEEP_STEP_SLACK_S) as calls_end:
+            # no step starts once no host call may run any more (the hook's own deadline)
+            await self._continue_unfinished(host, inst, min(time.monotonic() + UPKEEP_BUDGET_S[hook], calls_end),
+                                            first)
 
     async def _continue_unfinished(self, host: HostApi, inst: Installation, deadline: float,
                                    first: KnowledgeBaseState | None) -> None:

@@ -36,6 +36,12 @@ _engine: Any = None
 
 # PP-OCR crops each line to 48 px high: pictures smaller than this hold no readable line.
 _MIN_SIDE = 12
+# The detector sees the picture scaled so that its longer side is DET_SIDE px (RapidOCR's default,
+# shorter side >= 736, blows a wide strip up 2-4x and took 3-5 s; docs/BENCHMARKS.md → "OCR").
+DET_SIDE = 960
+# Below this mean confidence a page is read again upside down and the better reading kept.
+# RapidOCR's per-line 0/180° classifier is off: it flipped whole lines of upright English.
+FLIP_BELOW = 0.8
 _SENTENCE_END = ".!?。！？:：;；"
 
 
@@ -59,6 +65,9 @@ def _load_engine() -> Any:
         threads = max(1, min(4, os.cpu_count() or 1))
         _engine = RapidOCR(params={
             "Global.log_level": "error",
+            "Global.use_cls": False,
+            "Det.limit_type": "max",
+            "Det.limit_side_len": DET_SIDE,
             "EngineConfig.onnxruntime.intra_op_num_threads": threads,
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         })
@@ -94,8 +103,8 @@ def _too_many_pixels(label: str, size: str = "") -> LimitExceeded:
 
 
 def recognise(image: Image.Image) -> OcrText:
-    """Text in a picture. Sideways pictures (most text lines upright in the other direction)
-    are turned before reading so that lines come out in reading order."""
+    """Text in a picture, paragraphs in reading order. A sideways picture (most text in boxes
+    taller than wide) is turned a quarter; a reading with low confidence is tried upside down."""
     import numpy as np
     from PIL import ImageOps
 
@@ -110,17 +119,24 @@ def recognise(image: Image.Image) -> OcrText:
     pixels = np.asarray(image)[:, :, ::-1]  # RapidOCR takes OpenCV's BGR order
     with _ENGINE_LOCK:
         engine = _load_engine()
-        result = engine(pixels)
-        lines = _lines(result)
+        lines = _lines(engine(pixels))
         if _sideways(lines):
             pixels = np.ascontiguousarray(np.rot90(pixels, k=-1))
-            turned = _lines(engine(pixels))
-            if sum(len(t) for t, _, _ in turned) >= sum(len(t) for t, _, _ in lines):
-                lines = turned
+            lines = _lines(engine(pixels))
+        if lines and _confidence(lines) < FLIP_BELOW:
+            flipped = _lines(engine(np.ascontiguousarray(pixels[::-1, ::-1])))
+            if _confidence(flipped) > _confidence(lines):
+                lines = flipped
     if not lines:
         return OcrText("", None, 0)
     paragraphs = _paragraphs(lines)
-    return OcrText("\n\n".join(paragraphs), statistics.fmean(score for _, score, _ in lines), len(lines))
+    return OcrText("\n\n".join(paragraphs), _confidence(lines), len(lines))
+
+
+def _confidence(lines: list[tuple[str, float, Box]]) -> float:
+    """Mean line score weighted by characters (a long garbled line weighs more than a page number)."""
+    chars = sum(len(t) for t, _, _ in lines)
+    return sum(len(t) * score for t, score, _ in lines) / chars if chars else 0.0
 
 
 def _rgb(image: Image.Image) -> Image.Image:

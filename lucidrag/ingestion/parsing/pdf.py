@@ -238,7 +238,7 @@ def _page_images(pdf, index: int, scanned: bool, tally: OcrTally) -> list:  # no
         page_area = max(1.0, page.get_width() * page.get_height())
         images = []
         for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
-            left, bottom, right, top = obj.get_pos()
+            left, bottom, right, top = obj.get_bounds()
             if (right - left) * (top - bottom) > page_area / 2:
                 continue  # a page-sized picture under a text layer: a scan already OCRed
             px_width, px_height = obj.get_px_size()

@@ -325,6 +325,7 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         "status": status,
         "chunks": len(record.chunks),
         "pages": _pages(record),
+        "ocr": dict(record.ocr),
         "reason": "",
         "advice": "",
         "advice_key": "",

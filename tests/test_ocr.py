@@ -14,8 +14,10 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.parsing.ocr import PICTURE_MARK
+from lucidrag.state.records import FileRecord
 from tests import ocr_samples
 from tests.conftest import Harness
+from tests.test_console import ConsoleHost, api, create_kb, rows
 
 pytestmark = pytest.mark.skipif(ocr_samples.font_path() is None, reason=ocr_samples.NO_FONT)
 
@@ -25,6 +27,11 @@ KEY = "v1/kb/0123456789abcdef"
 EN_PAGE_1 = ["Scanned contract", "The warranty period for the pump is 36 months from delivery."]
 EN_PAGE_2 = ["Maintenance", "Replace the intake filter every 90 days and log it in form M-12."]
 ZH_NOTICE = ["停车场通知", "自下月起，访客车辆须在东门登记，临时停车费为每小时八元。"]
+
+
+@pytest.fixture
+def host() -> ConsoleHost:
+    return ConsoleHost()
 
 
 def _compact(text: str) -> str:
@@ -52,6 +59,26 @@ def test_scanned_pdf_reports_the_pages_read_and_the_confidence():
     assert 80 <= document.metadata["ocr_confidence"] <= 100
     # one paragraph per printed paragraph, in reading order
     assert [s.text for s in document.sections] == ["\n\n".join(EN_PAGE_1)]
+
+
+async def test_console_shows_the_pages_ocr_read_its_confidence_and_pages_without_text(harness: Harness, host):
+    from components.pages.console.console import LucidRagConsole
+
+    page = LucidRagConsole()
+    page.plugin = host  # type: ignore[assignment]
+    await create_kb(harness, host, KB)
+    pdf = ocr_samples.scanned_pdf([ocr_samples.render(EN_PAGE_1), ocr_samples.render([" "])])
+    result = await harness.ingest(KB, "scan.pdf", pdf)
+    ocr = rows(await api(page, "/kb", kb_id=KB))[result.document_id]["ocr"]
+    assert ocr["ocr_pages"] == "1-2" and ocr["ocr_empty_pages"] == "2" and ocr["ocr_confidence"] >= 80
+    text = await harness.ingest(KB, "plain.txt", b"A text file: OCR has nothing to say about it.")
+    assert rows(await api(page, "/kb", kb_id=KB))[text.document_id]["ocr"] == {}
+
+
+def test_the_ocr_summary_survives_plugin_storage_and_old_records_have_none():
+    record = FileRecord("f1", "pdf", [], ocr={"ocr_pages": "1-3", "ocr_confidence": 91})
+    assert FileRecord.from_bytes(record.to_bytes()).ocr == {"ocr_pages": "1-3", "ocr_confidence": 91}
+    assert FileRecord.from_bytes(FileRecord("f2", "txt", []).to_bytes()).ocr == {}
 
 
 def test_chinese_picture_upload():

@@ -49,14 +49,16 @@ class IngestOutcome:
 
 
 
-def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "") -> FileRecord:
+def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "",
+                ocr: dict[str, str | int] | None = None) -> FileRecord:
     """The FileRecord of a chunked document: what the vectors carry and plugin storage keeps."""
     chunks = [
         ChunkRecord(chunk_id=chunk_uuid(file_id, c.index), file_id=file_id, index=c.index, text=c.embed_text,
                     heading=c.heading, page=c.page, parent=c.parent, document_name=name)
         for c in chunked.chunks
     ]
-    return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name)
+    return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
+                      ocr=dict(ocr or {}))
 
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                       request: IngestRequest) -> IngestOutcome:
@@ -68,7 +70,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
         )
     record = file_record(request.document_id, document.format, chunked,
-                         document_name(document, datetime.now(timezone.utc).date()))
+                         document_name(document, datetime.now(timezone.utc).date()),
+                         {k: v for k, v in document.metadata.items() if k.startswith("ocr_")})
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
     store = KbStore(host, request.kb_id)

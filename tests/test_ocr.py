@@ -4,6 +4,8 @@ that names them."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import struct
 import zlib
 
@@ -14,6 +16,7 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.parsing.ocr import PICTURE_MARK
+from lucidrag.ingestion.vision import DESCRIPTION_MARK
 from lucidrag.state.records import FileRecord
 from tests import ocr_samples
 from tests.conftest import Harness
@@ -196,3 +199,72 @@ def test_picture_without_text_fails_with_a_reason():
     blank = ocr_samples.image_bytes(Image.new("RGB", (400, 300), "white"))
     with pytest.raises(ParseError, match=r"OCR found no text in this \.png picture"):
         parse_file(blank, KEY + ".png")
+
+
+# ---------------------------------------------------------------------------------------------
+# Optional vision model: pictures without text get a description; its failure never fails a file
+
+
+def _bar_chart():  # noqa: ANN202 - a picture with no text in it
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (480, 320), "white")
+    draw = ImageDraw.Draw(image)
+    for i, height in enumerate((60, 110, 170, 240)):
+        draw.rectangle((60 + i * 100, 300 - height, 130 + i * 100, 300), fill=(40, 90, 200))
+    return image
+
+
+def _docx_with_charts(count: int) -> bytes:
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.add_heading("Sales review", level=1)
+    document.add_paragraph("Monthly figures for the northern stores follow.")
+    for _ in range(count):
+        document.add_picture(io.BytesIO(ocr_samples.image_bytes(_bar_chart())), width=Inches(4))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+async def test_vision_model_describes_a_picture_without_text_where_it_was(harness: Harness, host):
+    seen: list = []
+
+    def llm(messages):
+        seen.append(messages)
+        return "A bar chart: sales rising in each of four months."
+    host.llm_fn = llm
+    result = await harness.ingest(KB, "sales.docx", _docx_with_charts(1),
+                                  settings={"vision_model_uuid": "vision-1"})
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    top = (await harness.retrieve(KB, "bar chart sales rising", creation={"vision_model_uuid": "vision-1"})).results[0]
+    assert top.content[0].text.count(DESCRIPTION_MARK) == 1 and "four months" in top.content[0].text
+    assert top.metadata["heading"] == "Sales review"
+    image = seen[0][0].content[1]
+    assert image.type == "image_base64" and image.image_base64.startswith("data:image/png;base64,")
+
+
+async def test_without_a_vision_model_nothing_is_sent_and_no_placeholder_is_indexed(harness: Harness, host):
+    host.llm_fn = lambda messages: "should not be asked"
+    result = await harness.ingest(KB, "sales.docx", _docx_with_charts(1))
+    assert result.status == DocumentStatus.COMPLETED
+    assert host.calls["invoke_llm"] == 0
+    assert not any("[Picture]" in t for t in await harness.texts(KB, "Picture"))
+
+
+async def test_a_failing_or_slow_vision_model_never_fails_the_file_and_is_bounded(harness: Harness, host, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_VISION_PICTURES", 2)
+    monkeypatch.setattr(limits, "VISION_CALL_S", 0.2)
+    result = await harness.ingest(KB, "a.docx", _docx_with_charts(3), settings={"vision_model_uuid": "gone"})
+    assert result.status == DocumentStatus.COMPLETED, result.error_message  # llm_fn None: model not found
+    assert host.calls["invoke_llm"] == 2  # the third picture is past the per-file count
+
+    async def slow_model(**kwargs):
+        await asyncio.sleep(5)  # past VISION_CALL_S
+        return "late"
+    monkeypatch.setattr(host, "invoke_llm", slow_model)
+    result = await harness.ingest(KB, "b.docx", _docx_with_charts(1), settings={"vision_model_uuid": "slow"})
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert not any("late" in t for t in await harness.texts(KB, "late"))

@@ -56,3 +56,13 @@ MAX_OCR_PAGES = 100
 # rules) are not read.
 MAX_PICTURES_PER_FILE = 50
 OCR_MIN_PICTURE_PIXELS = 96 * 32
+
+# Vision model descriptions (optional creation setting; lucidrag/ingestion/vision.py) of pictures
+# in which OCR found no text: at most this many per file, each call at most VISION_CALL_S, all of
+# a file's calls together at most VISION_FILE_S; the picture is sent at most VISION_MAX_SIDE px on
+# its longer side. Pictures smaller than VISION_MIN_SIDE on either side (icons, rules) are not sent.
+MAX_VISION_PICTURES = 10
+VISION_CALL_S = 30.0
+VISION_FILE_S = 120.0
+VISION_MAX_SIDE = 1024
+VISION_MIN_SIDE = 64

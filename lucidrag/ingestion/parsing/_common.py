@@ -32,6 +32,10 @@ def is_cjk(ch: str) -> bool:
     return bool(_CJK_CHAR.match(ch)) or ch in _CJK_SOFT_PUNCT
 
 
+# The text of a picture placeholder section (Section.picture) until ingest replaces or drops it.
+PICTURE_PLACEHOLDER = "[Picture]"
+
+
 def normalize_newlines(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -115,6 +119,12 @@ class SectionBuilder:
                 Section(text=text, headings=self.headings, page=page if page is not None else self._page,
                         is_table=is_table)
             )
+
+    def picture(self, png: bytes) -> None:
+        """A placeholder for a picture without text, where it sits (see Section.picture)."""
+        self.flush()
+        self.sections.append(Section(text=PICTURE_PLACEHOLDER, headings=self.headings, page=self._page,
+                                     picture=png))
 
     def flush(self) -> None:
         if self._buffer:

@@ -239,6 +239,7 @@ class OcrTally:
     pictures: int = 0
     pictures_skipped: int = 0
     _scores: list[tuple[float, int]] = field(default_factory=list)
+    _vision: int = 0
 
     def page(self, number: int, found: OcrText) -> None:
         self.pages.append(number)
@@ -251,6 +252,20 @@ class OcrTally:
         self.pictures += 1
         if found.text:
             self._scores.append((found.confidence or 0.0, found.lines))
+
+    def vision_png(self, image: Image.Image) -> bytes | None:
+        """The picture as a PNG of at most limits.VISION_MAX_SIDE px for the vision model; None
+        for small pictures and past limits.MAX_VISION_PICTURES."""
+        from PIL import ImageOps
+
+        if min(image.size) < limits.VISION_MIN_SIDE or self._vision >= limits.MAX_VISION_PICTURES:
+            return None
+        self._vision += 1
+        picture = _rgb(ImageOps.exif_transpose(image))
+        picture.thumbnail((limits.VISION_MAX_SIDE, limits.VISION_MAX_SIDE))
+        buffer = io.BytesIO()
+        picture.save(buffer, "PNG", optimize=True)
+        return buffer.getvalue()
 
     def take_picture(self) -> bool:
         """Whether one more embedded picture may be read (limits.MAX_PICTURES_PER_FILE)."""
@@ -298,24 +313,39 @@ def picture_text(text: str) -> str:
     return f"{PICTURE_MARK}\n{text}"
 
 
-def read_picture(blob: bytes, tally: OcrTally) -> str:
-    """OCR of a picture embedded in a document: "" for pictures too small to hold a line, past
-    the per-file count, too large, or unreadable (a bad picture never fails its document)."""
+@dataclass(frozen=True)
+class PictureRead:
+    """A picture inside a document: its OCR text, or (no text found) the picture itself as a
+    small PNG for the optional vision model (None past limits.MAX_VISION_PICTURES)."""
+
+    text: str = ""
+    png: bytes | None = None
+
+
+def read_picture(blob: bytes, tally: OcrTally) -> PictureRead:
+    """OCR of a picture embedded in a document. Pictures too small to hold a line, past the
+    per-file count, too large or unreadable give nothing (a bad picture never fails its document)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         image = Image.open(io.BytesIO(blob))
         width, height = image.size
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError):
-        return ""  # EMF/WMF/SVG and damaged pictures
+        return PictureRead()  # EMF/WMF/SVG and damaged pictures
     if width * height < limits.OCR_MIN_PICTURE_PIXELS or width * height > limits.MAX_IMAGE_PIXELS:
-        return ""
+        return PictureRead()
+    return read_image(image, tally)
+
+
+def read_image(image: Image.Image, tally: OcrTally) -> PictureRead:
     if not tally.take_picture():
-        return ""
+        return PictureRead()
     try:
         found = recognise(image)
+        tally.picture(found)
+        if found.text:
+            return PictureRead(text=found.text)
+        return PictureRead(png=tally.vision_png(image))
     except (OSError, ValueError) as exc:  # truncated picture data
         logger.info("picture skipped: %s", type(exc).__name__)
-        return ""
-    tally.picture(found)
-    return found.text
+        return PictureRead()

@@ -13,8 +13,8 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
-from .ocr import OcrTally, picture_text, recognise
+from ._common import PICTURE_PLACEHOLDER, HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
+from .ocr import OcrTally, PictureRead, picture_text, read_image, recognise
 
 logger = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def _emit(text: str, headings: tuple[str, ...], page: int, out: list[Section]) -
 
 
 def _sections(pages: list[str], bookmarks: list[_Bookmark],
-              pictures: dict[int, list[str]] | None = None) -> list[Section]:
+              pictures: dict[int, list[PictureRead]] | None = None) -> list[Section]:
     pictures = pictures or {}
     if all(_only_noise(p) for p in pages) and not pictures:
         raise ParseError(SCANNED)
@@ -151,8 +151,12 @@ def _sections(pages: list[str], bookmarks: list[_Bookmark],
     out: list[Section] = []
     for index, raw in enumerate(pages):
         _split_page(join_lines(raw), by_page.get(index, []), stack, index + 1, out)
-        for text in pictures.get(index, ()):
-            _emit(picture_text(text), stack.path, index + 1, out)
+        for picture in pictures.get(index, ()):
+            if picture.text:
+                _emit(picture_text(picture.text), stack.path, index + 1, out)
+            elif picture.png:
+                out.append(Section(text=PICTURE_PLACEHOLDER, headings=stack.path, page=index + 1,
+                                   picture=picture.png))
     return out
 
 
@@ -171,7 +175,7 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
         pages, bookmarks = _read_pypdf(data, exc.reason)
         engine = "pypdf"
     tally = OcrTally()
-    pictures: dict[int, list[str]] = {}
+    pictures: dict[int, list[PictureRead]] = {}
     if engine == "pypdfium2":
         pictures = _ocr_pages(data, pages, tally)
     sections = _sections(pages, bookmarks, pictures)
@@ -185,7 +189,7 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
 # one by one and placed after that page's text, marked as picture text.
 
 
-def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list[str]]:
+def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list[PictureRead]]:
     """Fill `pages[i]` for pages without usable text; return the text of pictures on the others."""
     import pypdfium2 as pdfium
 
@@ -195,7 +199,7 @@ def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list
             f"This PDF has {len(scanned):,} scanned pages (pages without a text layer); LucidRAG reads "
             f"at most {limits.MAX_OCR_PAGES} scanned pages per file by OCR (MAX_OCR_PAGES). Split it "
             "into smaller PDFs and upload them separately.")
-    pictures: dict[int, list[str]] = {}
+    pictures: dict[int, list[PictureRead]] = {}
     with _PDFIUM_LOCK:
         pdf = pdfium.PdfDocument(data)
     try:
@@ -204,14 +208,14 @@ def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list
             with _PDFIUM_LOCK:  # PDFium calls are serialised; OCR runs outside the lock
                 images = _page_images(pdf, index, is_scanned, tally)
             for image in images:
-                found = recognise(image)
                 if is_scanned:
+                    found = recognise(image)
                     tally.page(index + 1, found)
                     pages[index] = found.text
                 else:
-                    tally.picture(found)
-                    if found.text:
-                        pictures.setdefault(index, []).append(found.text)
+                    picture = read_image(image, tally)
+                    if picture.text or picture.png:
+                        pictures.setdefault(index, []).append(picture)
     finally:
         with _PDFIUM_LOCK:
             pdf.close()
@@ -244,7 +248,8 @@ def _page_images(pdf, index: int, scanned: bool, tally: OcrTally) -> list:  # no
             px_width, px_height = obj.get_px_size()
             if px_width * px_height < limits.OCR_MIN_PICTURE_PIXELS or px_width * px_height > limits.MAX_IMAGE_PIXELS:
                 continue
-            if not tally.take_picture():
+            if tally.pictures + len(images) >= limits.MAX_PICTURES_PER_FILE:
+                tally.pictures_skipped += 1  # not decoded at all
                 continue
             try:
                 images.append(obj.get_bitmap(render=True).to_pil())

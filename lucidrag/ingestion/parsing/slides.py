@@ -10,7 +10,7 @@ import zipfile
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import TableWriter, clean_inline, clean_text
+from ._common import PICTURE_PLACEHOLDER, TableWriter, clean_inline, clean_text
 from .ocr import OcrTally, picture_text, read_picture
 
 
@@ -27,18 +27,22 @@ def _shape_order(shape) -> tuple[int, int]:
     return top, left
 
 
-def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None, tally: OcrTally) -> None:
+def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None, tally: OcrTally,
+          pictures: list[bytes]) -> None:
     from pptx.shapes.group import GroupShape
 
     for shape in sorted(shapes, key=_shape_order):
         if skip_id is not None and shape.shape_id == skip_id:
             continue
         if isinstance(shape, GroupShape):
-            _walk(shape.shapes, texts, tables, skip_id, tally)
+            _walk(shape.shapes, texts, tables, skip_id, tally, pictures)
         elif (blob := _picture_blob(shape)) is not None:
-            text = clean_text(read_picture(blob, tally))
+            picture = read_picture(blob, tally)
+            text = clean_text(picture.text)
             if text:
                 texts.append(picture_text(text))
+            elif picture.png:
+                pictures.append(picture.png)
         elif getattr(shape, "has_table", False) and shape.has_table:
             writer = TableWriter()
             for row in shape.table.rows:
@@ -88,8 +92,9 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
         headings = (title,) if title else ()
         texts: list[str] = []
         tables: list[str] = []
+        pictures: list[bytes] = []
         _walk(slide.shapes, texts, tables, title_shape.shape_id if title_shape is not None else None,
-              tally)
+              tally, pictures)
         notes = ""
         if slide.has_notes_slide:
             frame = slide.notes_slide.notes_text_frame
@@ -102,6 +107,8 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
             sections.append(Section(text="\n\n".join(texts), headings=headings, page=number))
         for table in tables:
             sections.append(Section(text=table, headings=headings, page=number, is_table=True))
+        for png in pictures:
+            sections.append(Section(text=PICTURE_PLACEHOLDER, headings=headings, page=number, picture=png))
     if not sections:
         raise ParseError("This presentation contains no text, not even in its pictures (read by "
                          "OCR). Upload slides with text.")

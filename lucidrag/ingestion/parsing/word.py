@@ -11,7 +11,7 @@ from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document
 
 from ._common import SectionBuilder, TableWriter, clean_inline
-from .ocr import OcrTally, picture_text, read_picture
+from .ocr import OcrTally, PictureRead, picture_text, read_picture
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
@@ -214,8 +214,11 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
                 else:
                     builder.text(text)
                 for picture in _pictures(child, document.part, tally):
-                    builder.flush()
-                    builder.add(picture_text(picture))
+                    if picture.text:
+                        builder.flush()
+                        builder.add(picture_text(picture.text))
+                    elif picture.png:
+                        builder.picture(picture.png)
             elif tag == _TBL:
                 table = _table(child)
                 if table:
@@ -235,8 +238,8 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
                     title=_core_title(document))
 
 
-def _pictures(paragraph, part, tally: OcrTally) -> list[str]:  # noqa: ANN001 - lxml element, DocumentPart
-    """The OCR text of the pictures anchored in a paragraph (DrawingML and legacy VML), each once."""
+def _pictures(paragraph, part, tally: OcrTally) -> list[PictureRead]:  # noqa: ANN001 - lxml, DocumentPart
+    """The pictures anchored in a paragraph (DrawingML and legacy VML), each once, read by OCR."""
     ids = [el.get(_R + "embed") for el in paragraph.iter(_BLIP)]
     ids += [el.get(_R + "id") for el in paragraph.iter(_VML_IMAGE)]
     texts = []
@@ -245,9 +248,9 @@ def _pictures(paragraph, part, tally: OcrTally) -> list[str]:  # noqa: ANN001 - 
             blob = part.related_parts[rel_id].blob
         except (KeyError, AttributeError):  # an external (linked) picture or a broken relationship
             continue
-        text = read_picture(blob, tally)
-        if text:
-            texts.append(text)
+        picture = read_picture(blob, tally)
+        if picture.text or picture.png:
+            texts.append(picture)
     return texts
 
 

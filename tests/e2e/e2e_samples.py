@@ -247,6 +247,9 @@ def generate(out: str) -> dict:
                            "expect_file": "quenby_pump.md", "expect_text": "Zorblatt"},
         "keyword_query": {"query": "Vantablue", "expect_file": "glacier_report.pdf", "expect_text": "Vantablue"},
         "delete_file": "quenby_pump.md",
+        # the browser journey drags this picture onto the upload box (the picker offers no pictures)
+        "browser_drop": {"name": "harbour_notice.png", "query": "How much is a ferry ticket to Skellig Rock?",
+                         "expect_text": "14 euros"},
         # the HTML page's <script>/<style> must not be indexed as text
         "never_text": ["should-never-be-indexed", "font-family"],
         "isolation": {

@@ -17,7 +17,7 @@ def parse_image(data: bytes, ext: str = ".png") -> Document:
     label = ext or "image"
     image = open_image(data, label)
     frames = getattr(image, "n_frames", 1)
-    multi_page = image.format in ("TIFF", "MPO") and frames > 1
+    multi_page = image.format == "TIFF" and frames > 1  # (an MPO camera JPEG repeats one photo)
     if multi_page and frames > limits.MAX_OCR_PAGES:
         raise LimitExceeded(
             f"This {label} file has {frames:,} pages; LucidRAG reads at most {limits.MAX_OCR_PAGES} "

@@ -111,11 +111,9 @@ def recognise(image: Image.Image) -> OcrText:
     image = ImageOps.exif_transpose(image)
     if min(image.size) < _MIN_SIDE:
         return OcrText("", None, 0)
+    if max(image.size) > limits.OCR_MAX_SIDE:  # more pixels only slow the detector down
+        image.thumbnail((limits.OCR_MAX_SIDE, limits.OCR_MAX_SIDE))  # (a copy: exif_transpose made it)
     image = _rgb(image)
-    longest = max(image.size)
-    if longest > limits.OCR_MAX_SIDE:  # more pixels only slow the detector down
-        scale = limits.OCR_MAX_SIDE / longest
-        image = image.resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
     pixels = np.asarray(image)[:, :, ::-1]  # RapidOCR takes OpenCV's BGR order
     with _ENGINE_LOCK:
         engine = _load_engine()

@@ -57,7 +57,7 @@ async def test_scanned_pdf_facts_come_back_with_their_page(harness: Harness):
 def test_scanned_pdf_reports_the_pages_read_and_the_confidence():
     pdf = ocr_samples.scanned_pdf([ocr_samples.render(EN_PAGE_1), ocr_samples.render([" "])])
     document = parse_file(pdf, KEY + ".pdf")
-    assert document.metadata["ocr_pages"] == "1-2"
+    assert document.metadata["ocr_pages"] == "1-2" and document.title == "Scanned contract"
     assert document.metadata["ocr_empty_pages"] == "2"  # the blank page: OCR found nothing
     assert 80 <= document.metadata["ocr_confidence"] <= 100
     # one paragraph per printed paragraph, in reading order
@@ -87,7 +87,8 @@ def test_the_ocr_summary_survives_plugin_storage_and_old_records_have_none():
 def test_chinese_picture_upload():
     png = ocr_samples.image_bytes(ocr_samples.render(ZH_NOTICE))
     document = parse_file(png, KEY + ".png")
-    assert document.format == "image"
+    assert document.format == "image" and document.title == "停车场通知"  # the heading names the file
+    assert document.metadata["ocr_pictures"] == 1
     assert "临时停车费为每小时八元" in _compact(document.text)
     assert _compact(document.text).index("停车场通知") < _compact(document.text).index("东门")
 

@@ -8,7 +8,7 @@ from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import clean_text
-from .ocr import OcrTally, check_pixels, open_image, recognise
+from .ocr import OcrTally, check_pixels, open_image, recognise, title_from
 
 
 def parse_image(data: bytes, ext: str = ".png") -> Document:
@@ -29,7 +29,10 @@ def parse_image(data: bytes, ext: str = ".png") -> Document:
     for number, frame in enumerate(pictures, start=1):
         check_pixels(frame.size, label)
         found = recognise(frame)
-        tally.page(number, found)
+        if multi_page:
+            tally.page(number, found)
+        else:
+            tally.picture(found)
         text = clean_text(found.text)
         if text:
             sections.append(Section(text=text, page=number if multi_page else None))
@@ -38,4 +41,5 @@ def parse_image(data: bytes, ext: str = ".png") -> Document:
                          "sharper or larger picture (at least ~20 px per line of text).")
     metadata: dict[str, str | int] = {"page_count": frames if multi_page else 1}
     metadata.update(tally.metadata())
-    return Document(sections=tuple(sections), format="image", metadata=metadata)
+    return Document(sections=tuple(sections), format="image", metadata=metadata,
+                    title=title_from(sections[0].text))

@@ -302,6 +302,13 @@ def page_ranges(numbers: list[int]) -> str:
     return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
+def title_from(text: str) -> str:
+    """A scan's or picture's first paragraph when it reads like a title (short, no sentence end):
+    what the operator sees instead of "IMAGE file, <date>" (document.document_name)."""
+    first = text.split("\n\n", 1)[0].strip()
+    return first if 0 < len(first) <= 60 and first[-1] not in _SENTENCE_END and "\n" not in first else ""
+
+
 PICTURE_MARK = "[Picture text]"
 
 

@@ -14,7 +14,7 @@ from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import PICTURE_PLACEHOLDER, HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
-from .ocr import OcrTally, PictureRead, picture_text, read_image, recognise
+from .ocr import OcrTally, PictureRead, picture_text, read_image, recognise, title_from
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,8 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
     sections = _sections(pages, bookmarks, pictures)
     metadata: dict[str, str | int] = {"page_count": len(pages), "pdf_engine": engine}
     metadata.update(tally.metadata())
-    return Document(sections=tuple(sections), format="pdf", metadata=metadata, title=_pdf_title(data))
+    title = _pdf_title(data) or (title_from(pages[0]) if tally.pages[:1] == [1] else "")
+    return Document(sections=tuple(sections), format="pdf", metadata=metadata, title=title)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,8 +73,8 @@ _ADVICE: tuple[tuple[tuple[str, ...], str, str], ...] = (
      "and upload the file there; creation settings cannot be changed."),
     (("encrypted", "password"), "encrypted", "Remove the password (print to PDF or save an unprotected copy), "
      "then upload it again."),
-    (("scan", "ocr", "image"), "ocr", "Choose an OCR parser plugin for this knowledge base, or upload a "
-     "version of the file with selectable text."),
+    (("scan", "ocr", "picture"), "ocr", "Scan the pages again at 200-300 dpi or upload a sharper picture, "
+     "or a version of the file with selectable text."),
     (("embedding",), "embedding", "Check the embedding model in LangBot (Models), then delete the file and "
      "upload it again."),
     (("vector database",), "vector_db", "Check the vector database in LangBot's settings, then delete the file "
@@ -341,6 +341,7 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         "status": status,
         "chunks": len(record.chunks),
         "pages": _pages(record),
+        "ocr": dict(record.ocr),
         "reason": "",
         "advice": "",
         "advice_key": "",

@@ -188,6 +188,8 @@ class FakeHost:
         self.deleted_kbs: set[str] = set()
         self.plugin_runtime_handler = RuntimeHandler()
         self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
+        # invoke_llm: messages -> reply text (None: the model does not exist, as LangBot answers)
+        self.llm_fn: Callable[[list[Any]], str] | None = None
 
     @classmethod
     def milvus(cls, **kwargs: Any) -> FakeHost:
@@ -296,6 +298,15 @@ class FakeHost:
             raise BATCH_ERRORS[self.batch_error](embedding_model_uuid, len(texts), self.max_embed_batch)
         self.embedded_texts += len(texts)
         return [[x * self.embed_scale for x in self.embed_fn(t)] for t in texts]
+
+    async def invoke_llm(self, llm_model_uuid: str, messages: list[Any], funcs: list[Any] = [],  # noqa: B006
+                         extra_args: dict[str, Any] = {}, timeout: float | None = None) -> Any:  # noqa: B006
+        from langbot_plugin.api.entities.builtin.provider.message import Message
+
+        await self._call("invoke_llm", llm_model_uuid=llm_model_uuid, messages=messages)
+        if self.llm_fn is None:
+            raise HostError(f"Model {llm_model_uuid} not found")
+        return Message(role="assistant", content=self.llm_fn(messages))
 
     async def invoke_rerank(self, rerank_model_uuid: str, query: str, documents: list[str],
                             top_k: int | None = None, extra_args: dict[str, Any] | None = None,

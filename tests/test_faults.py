@@ -26,9 +26,9 @@ BAD_FILES = [
     ("garbage.txt", bytes(range(256)) * 40, r"not (a )?text|binary"),
     ("broken.pdf", _truncated_pdf(), r"damaged|truncated|corrupt"),
     ("locked.pdf", samples.encrypted_pdf_bytes(), r"password|encrypted"),
-    ("scan.pdf", samples.image_only_pdf_bytes(), r"OCR"),
+    ("scan.pdf", samples.image_only_pdf_bytes(), r"not even by OCR.*scan it again"),
     ("data.xyz", bytes(range(256)) * 10, r"Unsupported file type \.xyz.*Supported"),
-    ("photo.png", b"\x89PNG\r\n\x1a\n" + bytes(64), r"OCR parser plugin"),
+    ("photo.png", b"\x89PNG\r\n\x1a\n" + bytes(64), r"damaged.*Save it again as PNG or JPEG"),
     ("old.doc", samples.ole_bytes("WordDocument"), r"\.docx"),
 ]
 

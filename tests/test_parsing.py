@@ -89,8 +89,8 @@ def test_chinese_pdf_lines_joined_without_spaces():
     assert samples.CHINESE in document.text  # wrapped every 30 chars; the breaks are gone
 
 
-def test_image_only_pdf_says_scanned():
-    with pytest.raises(ParseError, match=r"No text found in this PDF — it looks scanned.*OCR parser"):
+def test_pdf_of_shapes_without_text_fails_after_ocr_found_nothing():
+    with pytest.raises(ParseError, match=r"No text found in this PDF, not even by OCR.*scan it again"):
         parse_file(samples.image_only_pdf_bytes(), KEY + ".pdf")
 
 
@@ -224,11 +224,11 @@ def test_legacy_office_files():
         parse_file(samples.ole_bytes("EncryptedPackage"), KEY + ".docx")
 
 
-def test_images_need_ocr():
+def test_damaged_picture_says_save_it_again():
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
-    with pytest.raises(UnsupportedFormatError, match=r"Images \(\.png\) are not supported.*OCR parser"):
+    with pytest.raises(ParseError, match=r"\.png picture is damaged.*Save it again as PNG or JPEG"):
         parse_file(png, KEY + ".png")
-    with pytest.raises(UnsupportedFormatError, match=r"OCR parser"):
+    with pytest.raises(ParseError, match=r"picture is damaged"):
         parse_file(png, KEY + ".bin")
 
 

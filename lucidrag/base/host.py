@@ -39,6 +39,15 @@ class HostApi(Protocol):
         timeout: float = 60.0,
     ) -> list[dict[str, Any]]: ...
 
+    async def invoke_llm(
+        self,
+        llm_model_uuid: str,
+        messages: list[Any],
+        funcs: list[Any] = [],  # noqa: B006 - the SDK's signature
+        extra_args: dict[str, Any] = {},  # noqa: B006
+        timeout: float | None = None,
+    ) -> Any: ...  # a provider Message
+
     async def vector_upsert(
         self,
         collection_id: str,

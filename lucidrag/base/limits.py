@@ -38,3 +38,31 @@ PAD_COLUMNS = 64
 MAX_HEADING_CHARS = 100
 # A JSON leaf's "path.to.key" prefix is clipped (keeping its end) to this many characters.
 MAX_JSON_PATH_CHARS = 200
+
+# OCR (lucidrag/ingestion/parsing/ocr.py, images.py, pdf.py). Work and memory grow with pixels.
+# A picture (an upload, a TIFF frame or a picture inside a document) larger than this fails
+# before its pixels are decoded: 20,000 × 20,000 is 400 MP (1.2 GB as RGB); A4 at 600 dpi is 35 MP.
+MAX_IMAGE_PIXELS = 60_000_000
+# Pictures are scaled down to this longest side before OCR (a 300-dpi A4 page is 3508 px; the
+# detector works at ~2000 px anyway, so more pixels only cost time).
+OCR_MAX_SIDE = 3000
+# Scanned PDF pages are rendered at this resolution for OCR.
+OCR_DPI = 200
+# Pages read by OCR in one file (scanned PDF pages, TIFF frames). ~1.5 s per page on 2 cores:
+# 100 pages stay well inside LangBot's 1,200 s ingest timeout. A longer scan fails and says so.
+MAX_OCR_PAGES = 100
+# Pictures inside a document (.docx/.pptx/.pdf) read by OCR per file; the rest are skipped and
+# the console says how many. Pictures smaller than OCR_MIN_PICTURE_PIXELS (icons, bullets,
+# rules) are not read.
+MAX_PICTURES_PER_FILE = 50
+OCR_MIN_PICTURE_PIXELS = 96 * 32
+
+# Vision model descriptions (optional creation setting; lucidrag/ingestion/vision.py) of pictures
+# in which OCR found no text: at most this many per file, each call at most VISION_CALL_S, all of
+# a file's calls together at most VISION_FILE_S; the picture is sent at most VISION_MAX_SIDE px on
+# its longer side. Pictures smaller than VISION_MIN_SIDE on either side (icons, rules) are not sent.
+MAX_VISION_PICTURES = 10
+VISION_CALL_S = 30.0
+VISION_FILE_S = 120.0
+VISION_MAX_SIDE = 1024
+VISION_MIN_SIDE = 64

@@ -29,6 +29,7 @@ CREATION_DEFAULTS: dict[str, Any] = {
     "chunking": "structure",
     "chunk_size": 512,
     "chunk_overlap": 64,
+    "vision_model_uuid": "",
 }
 RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "top_k": 5,
@@ -46,6 +47,7 @@ class CreationSettings:
     chunking: ChunkingMode = CREATION_DEFAULTS["chunking"]
     chunk_size: int = CREATION_DEFAULTS["chunk_size"]
     chunk_overlap: int = CREATION_DEFAULTS["chunk_overlap"]
+    vision_model_uuid: str = CREATION_DEFAULTS["vision_model_uuid"]  # "" = pictures are not described
 
     @property
     def parent_size(self) -> int:
@@ -87,7 +89,8 @@ def parse_creation_settings(raw: Mapping[str, Any] | None) -> CreationSettings:
             f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}); "
             "a larger overlap stores most text twice."
         )
-    return CreationSettings(model, chunking, size, overlap)  # type: ignore[arg-type]
+    vision = _as_str(raw.get("vision_model_uuid") or "", "vision_model_uuid")
+    return CreationSettings(model, chunking, size, overlap, vision)  # type: ignore[arg-type]
 
 
 def parse_retrieval_settings(raw: Mapping[str, Any] | None) -> RetrievalSettings:

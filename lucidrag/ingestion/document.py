@@ -14,13 +14,15 @@ class Section:
     `headings` is the path from the document root ("Guide", "Install", "Linux"); empty for text
     before the first heading. `page` is 1-based where the format has pages (PDF, slides, sheets).
     `is_table` marks text that is a table rendered as Markdown rows: the chunker repeats its header
-    row in every piece it cuts from it.
+    row in every piece it cuts from it. `picture` (PNG) marks a placeholder for a picture in which
+    OCR found no text: ingest replaces it with the vision model's description or drops it.
     """
 
     text: str
     headings: tuple[str, ...] = ()
     page: int | None = None
     is_table: bool = False
+    picture: bytes | None = None
 
 
 @dataclass(frozen=True)

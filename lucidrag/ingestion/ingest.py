@@ -20,6 +20,7 @@ from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document
 from lucidrag.ingestion.document import Document, document_name
 from lucidrag.ingestion.parsing import parse_file
+from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import KbStore
@@ -51,26 +52,31 @@ class IngestOutcome:
 
 
 
-def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "") -> FileRecord:
+def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "",
+                ocr: dict[str, str | int] | None = None) -> FileRecord:
     """The FileRecord of a chunked document: what the vectors carry and plugin storage keeps."""
     chunks = [
         ChunkRecord(chunk_id=chunk_uuid(file_id, c.index), file_id=file_id, index=c.index, text=c.embed_text,
                     heading=c.heading, page=c.page, parent=c.parent, document_name=name)
         for c in chunked.chunks
     ]
-    return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name)
+    return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
+                      ocr=dict(ocr or {}))
 
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                       request: IngestRequest) -> IngestOutcome:
     document = request.parsed or await _read_and_parse(host, request)
+    document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await run_blocking(chunk_document, document, request.settings)
     if not chunked.chunks:
         raise ParseError(
-            "No text could be extracted from this file. If it is a scan or a picture, choose an "
-            "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
+            "No text could be extracted from this file, not even by OCR from its pictures. Check "
+            "that the file opens correctly; for pictures without text (charts, photos) choose a "
+            "vision model when creating the knowledge base."
         )
     record = await run_blocking(file_record, request.document_id, document.format, chunked,
-                                document_name(document, datetime.now(timezone.utc).date()))
+                                document_name(document, datetime.now(timezone.utc).date()),
+                                {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
     store = KbStore(host, request.kb_id)

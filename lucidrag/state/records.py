@@ -61,6 +61,9 @@ class FileRecord:
     chunks: list[ChunkRecord]
     parents: list[str] = field(default_factory=list)
     name: str = ""  # human title (see document.document_name); "" in records stored before it existed
+    # What OCR did for the file (parsing/ocr.OcrTally.metadata: pages, confidence, pages with
+    # nothing found, pictures); empty for files without scans or pictures, and in older records.
+    ocr: dict[str, str | int] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         payload = {
@@ -71,6 +74,8 @@ class FileRecord:
             "name": self.name,
             "chunks": [[c.chunk_id, c.index, c.text, c.heading, c.page, c.parent] for c in self.chunks],
         }
+        if self.ocr:
+            payload["ocr"] = self.ocr
         return zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(), 6)
 
     @classmethod
@@ -87,7 +92,8 @@ class FileRecord:
                             name)
                 for cid, idx, text, heading, page, parent in payload["chunks"]
             ]
-            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name)
+            ocr = {str(k): v for k, v in (payload.get("ocr") or {}).items() if isinstance(v, (str, int))}
+            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name, ocr)
         except (zlib.error, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"corrupt file record: {error}") from error
 

@@ -10,7 +10,9 @@ attach LucidRAG and the runner itself. Then it clicks through:
 
   log in -> create a LucidRAG knowledge base through the form (two steps: the engine's settings
   appear after the first Save) -> upload a good and a broken file -> both reach their status in the
-  file list -> Retrieve Test finds the good file's passage -> a pipeline with the KB bound answers in
+  file list -> (--drop-file) a picture dragged onto the upload box (the file picker does not offer
+  pictures) is read by OCR and Retrieve Test finds its text -> Retrieve Test finds the good file's
+  passage -> a pipeline with the KB bound answers in
   its debug chat with that passage -> Plugin Pages -> LucidRAG Console shows the broken file's reason.
 
 One `[PASS] browser.<what>` / `[FAIL] browser.<what>` line per step, a screenshot per step in
@@ -21,7 +23,9 @@ If Playwright or Chromium is missing, or Chromium cannot start here, it prints
 from __future__ import annotations
 
 import argparse
+import base64
 import glob
+import mimetypes
 import os
 import re
 import shutil
@@ -187,6 +191,37 @@ class Journey:
                   "Completed" in g and "Failed" in b,
                   f"rows: {short(g.replace(chr(9), ' | '), 80)} / {short(b.replace(chr(9), ' | '), 80)}")
 
+    def drop(self, path: str) -> None:
+        """Drag a file from the desktop onto the upload box: a drop event carrying the file, as the
+        browser sends it. LangBot 4.11.2's drop handler takes any type (only the picker filters)."""
+        p = self.page
+        p.get_by_text("Documents", exact=True).first.click()
+        name = os.path.basename(path)
+        with open(path, "rb") as f:
+            payload = base64.b64encode(f.read()).decode("ascii")
+        transfer = p.evaluate_handle(
+            """([b64, name, type]) => {
+                 const raw = atob(b64), bytes = new Uint8Array(raw.length);
+                 for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
+                 const dt = new DataTransfer();
+                 dt.items.add(new File([bytes], name, { type }));
+                 return dt;
+               }""", [payload, name, mimetypes.guess_type(name)[0] or "application/octet-stream"])
+        p.get_by_text("Drag and drop files here or click to upload").first.dispatch_event(
+            "drop", {"dataTransfer": transfer})
+        uploaded = self.wait_text("uploaded successfully", 30_000)
+        ext = os.path.splitext(name)[1]
+        status = ""
+        t0 = time.time()
+        while uploaded and time.time() - t0 < 120:
+            rows = p.locator("table tbody tr").all_inner_texts()
+            status = next((r for r in rows if r.split("\t")[0].strip().endswith(ext)), "")
+            if re.search(r"Completed|Failed", status):
+                break
+            p.wait_for_timeout(1000)
+        self.step(f"drag and drop {name} onto the upload box -> Completed (read by OCR)",
+                  uploaded and "Completed" in status, short(status.replace(chr(9), " | "), 80))
+
     def retrieve_test(self, query: str, expect: str) -> None:
         p = self.page
         p.get_by_text("Retrieve Test", exact=True).first.click()
@@ -292,6 +327,9 @@ def main() -> int:
     ap.add_argument("--bad-reason", default="This PDF is damaged", help="text of the broken file's reason")
     ap.add_argument("--query", default="What torque does the Zorblatt valve need?")
     ap.add_argument("--expect", default="47 newton-metres")
+    ap.add_argument("--drop-file", default="", help="a picture to drag onto the upload box (OCR)")
+    ap.add_argument("--drop-query", default="")
+    ap.add_argument("--drop-expect", default="")
     ap.add_argument("--embed-model", default="offline-embed")
     ap.add_argument("--llm-model", default="retrieval-preview")
     ap.add_argument("--shots", required=True)
@@ -337,6 +375,9 @@ def main() -> int:
             j.login()
             kb_uuid = j.create_kb("browser-e2e")
             j.upload(args.good_file, args.bad_file)
+            if args.drop_file:
+                j.drop(args.drop_file)
+                j.retrieve_test(args.drop_query, args.drop_expect)
             j.retrieve_test(args.query, args.expect)
             j.pipeline("browser-e2e", args.query, args.expect)
             if args.console == "yes" or (args.console == "auto" and has_page):

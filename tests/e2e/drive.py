@@ -709,6 +709,10 @@ def run_browser(args, sc: dict) -> None:
            "--plugin-dir", args.plugin_dir, "--good-file", os.path.join(samples, sc["delete_file"]),
            "--bad-file", os.path.join(samples, next(f["name"] for f in sc["files"] if f.get("bad"))),
            "--shots", args.browser_shots]
+    drop = sc.get("browser_drop")
+    if drop:
+        cmd += ["--drop-file", os.path.join(samples, drop["name"]), "--drop-query", drop["query"],
+                "--drop-expect", drop["expect_text"]]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True, errors="replace")

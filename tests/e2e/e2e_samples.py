@@ -2,7 +2,8 @@
 
     python tests/e2e/e2e_samples.py OUT_DIR     -> OUT_DIR/*.{txt,md,...} and OUT_DIR/scenario.json
 
-Needs python-docx, python-pptx, openpyxl and reportlab (requirements-dev.txt). Every file holds
+Needs python-docx, python-pptx, openpyxl, reportlab and Pillow (requirements) and the
+fonts-wqy-microhei font (.ci/run installs it) for the scan and the picture. Every file holds
 one or two made-up facts that no other file has, so a retrieval result can be attributed to
 its file by text as well as by the host file id in its metadata.
 """
@@ -90,6 +91,13 @@ ISOLATION_TXT = (
     "Its astronomers used a refracting telescope with a brass tube.\n"
 )
 
+# Scans and pictures (read by OCR): page 2 of the scan holds the fact, to check its page citation.
+SCAN_PAGES = [
+    ["Corvex plant handbook", "This handbook describes the boiler house of the Corvex plant."],
+    ["Keys and access", "The Corvex boiler room key is kept in locker 88 at the gatehouse."],
+]
+PICTURE_LINES = ["Harbour notice", "Ferry tickets to Skellig Rock cost 14 euros for adults."]
+
 # not a PDF at all, and not valid UTF-8 either: the engine must report "failed" with a message
 CORRUPT_PDF = b"%PDF-1.7\n\xff\xfe\x00\x81garbage-not-a-pdf\x00\xc3\x28" * 8
 
@@ -109,6 +117,26 @@ def write_pdf(path: str) -> None:
         y -= 18
     c.showPage()
     c.save()
+
+
+def _ocr_samples():  # noqa: ANN202 - the tests.ocr_samples module
+    """tests/ocr_samples.py: pages of text as a scanner would see them (the OCR unit tests' pages)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests import ocr_samples
+
+    return ocr_samples
+
+
+def write_scanned_pdf(path: str) -> None:
+    samples = _ocr_samples()
+    with open(path, "wb") as f:
+        f.write(samples.scanned_pdf([samples.render(p, dpi=150) for p in SCAN_PAGES]))
+
+
+def write_png(path: str) -> None:
+    _ocr_samples().render(PICTURE_LINES, dpi=150).save(path, "PNG")
 
 
 def write_docx(path: str) -> None:
@@ -169,6 +197,8 @@ def generate(out: str) -> dict:
         f.write(ISOLATION_TXT)
     with open(p("corrupt.pdf"), "wb") as f:
         f.write(CORRUPT_PDF)
+    write_scanned_pdf(p("corvex_scan.pdf"))
+    write_png(p("harbour_notice.png"))
 
     def fe(name: str, facts: list[str], bad: bool = False) -> dict:
         return {"path": p(name), "name": name, "facts": facts, "bad": bad}
@@ -184,6 +214,8 @@ def generate(out: str) -> dict:
             fe("inventory.xlsx", ["Nimbus kettle"]),
             fe("towns.csv", ["Pellucid Springs"]),
             fe("quasar.json", ["Halcyon"]),
+            fe("corvex_scan.pdf", ["locker 88"]),
+            fe("harbour_notice.png", ["Skellig Rock"]),
             fe("corrupt.pdf", [], bad=True),
         ],
         "queries": [
@@ -205,12 +237,19 @@ def generate(out: str) -> dict:
              "expect_text": "copper heron"},
             {"query": "Which team owns the quasar-relay service?", "expect_file": "quasar.json",
              "expect_text": "Halcyon"},
+            {"query": "Where is the Corvex boiler room key kept?", "expect_file": "corvex_scan.pdf",
+             "expect_text": "locker 88"},
+            {"query": "How much is a ferry ticket to Skellig Rock?", "expect_file": "harbour_notice.png",
+             "expect_text": "14 euros"},
         ],
         # edited retrieval settings are checked with this question
         "settings_query": {"query": "What torque does the Zorblatt valve need before the Quenby pump starts?",
                            "expect_file": "quenby_pump.md", "expect_text": "Zorblatt"},
         "keyword_query": {"query": "Vantablue", "expect_file": "glacier_report.pdf", "expect_text": "Vantablue"},
         "delete_file": "quenby_pump.md",
+        # the browser journey drags this picture onto the upload box (the picker offers no pictures)
+        "browser_drop": {"name": "harbour_notice.png", "query": "How much is a ferry ticket to Skellig Rock?",
+                         "expect_text": "14 euros"},
         # the HTML page's <script>/<style> must not be indexed as text
         "never_text": ["should-never-be-indexed", "font-family"],
         "isolation": {
@@ -225,6 +264,10 @@ def generate(out: str) -> dict:
                  "expect_text": "312 metres", "expect_citation": ["PDF", "p. 1"]},
                 {"label": "zh", "query": "翡翠湖研究站的站长是谁？", "expect_text": "林晓岚",
                  "expect_citation": ["DOCX", "翡翠湖研究站"]},
+                {"label": "scan", "query": "Where is the Corvex boiler room key kept?",
+                 "expect_text": "locker 88", "expect_citation": ["PDF", "p. 2"]},
+                {"label": "picture", "query": "How much is a ferry ticket to Skellig Rock?",
+                 "expect_text": "14 euros", "expect_citation": ["IMAGE"]},
             ],
             "deleted": {"query": "What torque does the Zorblatt valve need before the Quenby pump starts?",
                         "expect_text": "47 newton"},

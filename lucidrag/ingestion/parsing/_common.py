@@ -18,6 +18,24 @@ _TRAILING_WS_RE = re.compile(r"[ \t\u3000]+\n")
 _MANY_BLANK_LINES_RE = re.compile(r"\n{3,}")
 
 
+_CJK = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# Punctuation that may sit at the end of a wrapped CJK line (not sentence-final).
+_CJK_SOFT_PUNCT = "，、；：（《“‘「『【〔"
+
+
+def is_cjk(ch: str) -> bool:
+    """A CJK character (or a CJK comma-like mark): line breaks between two of them are dropped."""
+    return bool(_CJK_CHAR.match(ch)) or ch in _CJK_SOFT_PUNCT
+
+
+# The text of a picture placeholder section (Section.picture) until ingest replaces or drops it.
+PICTURE_PLACEHOLDER = "[Picture]"
+
+
 def normalize_newlines(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -101,6 +119,12 @@ class SectionBuilder:
                 Section(text=text, headings=self.headings, page=page if page is not None else self._page,
                         is_table=is_table)
             )
+
+    def picture(self, png: bytes) -> None:
+        """A placeholder for a picture without text, where it sits (see Section.picture)."""
+        self.flush()
+        self.sections.append(Section(text=PICTURE_PLACEHOLDER, headings=self.headings, page=self._page,
+                                     picture=png))
 
     def flush(self) -> None:
         if self._buffer:

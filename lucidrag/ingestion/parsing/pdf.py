@@ -1,4 +1,5 @@
-"""PDF: pypdfium2 (text per page, outline → heading paths), pypdf when pdfium cannot open it."""
+"""PDF: pypdfium2 (text per page, outline → heading paths), pypdf when pdfium cannot open it;
+OCR for pages without a text layer and for pictures on the others."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import re
 import threading
 from dataclasses import dataclass
 
-from lucidrag.base.errors import ParseError
+from lucidrag.base import limits
+from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import HeadingStack, clean_inline, clean_text, normalize_newlines
+from ._common import PICTURE_PLACEHOLDER, HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
+from .ocr import OcrTally, PictureRead, picture_text, read_image, recognise, title_from
 
 logger = logging.getLogger(__name__)
 
@@ -20,8 +23,8 @@ _PDFIUM_LOCK = threading.Lock()
 
 ENCRYPTED = "This PDF is encrypted/password-protected. Remove the password and upload it again."
 SCANNED = (
-    "No text found in this PDF — it looks scanned (images only). Choose an OCR parser plugin for "
-    "this knowledge base, or upload a text PDF."
+    "No text found in this PDF, not even by OCR on its scanned pages. If it holds text, scan it "
+    "again at 200-300 dpi (or export it as a text PDF), then upload it."
 )
 
 
@@ -33,13 +36,6 @@ def _damaged(detail: str) -> ParseError:
 # ---------------------------------------------------------------------------------------------
 # Line joining
 
-_CJK = (
-    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
-)
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-# Punctuation that may sit at the end of a wrapped CJK line (not sentence-final).
-_CJK_SOFT_PUNCT = "，、；：（《“‘「『【〔"
 _TERMINAL = ".!?。！？…:：»”」』)）"
 _LIST_MARKER = re.compile(r"^\s*(?:[-•·▪◦●○■□*–—]|\(?\d{1,3}[.)、]|\(?[a-zA-Z][.)]\s|[一二三四五六七八九十]+[、.]|第.{1,6}[章节条])")
 _HYPHEN_BREAK = re.compile(r"[\u00ad\x02\ufffe]\n")
@@ -54,10 +50,6 @@ _WIDE = re.compile(
 def _width(line: str) -> int:
     """Display width: CJK and full-width characters count double."""
     return len(line) if line.isascii() else len(line) + len(_WIDE.findall(line))
-
-
-def _is_cjk(ch: str) -> bool:
-    return bool(_CJK_CHAR.match(ch)) or ch in _CJK_SOFT_PUNCT
 
 
 def join_lines(text: str) -> str:
@@ -86,7 +78,7 @@ def join_lines(text: str) -> str:
         soft = last not in _TERMINAL and (long_line or first.islower() or last in ",，、;；")
         if not soft:
             out.append(line)
-        elif _is_cjk(last) and _is_cjk(first):
+        elif is_cjk(last) and is_cjk(first):
             out[-1] = prev + stripped
         elif last == "-" and len(prev) >= 2 and prev[-2].isalpha() and first.islower():
             out[-1] = prev[:-1] + stripped
@@ -146,8 +138,10 @@ def _emit(text: str, headings: tuple[str, ...], page: int, out: list[Section]) -
         out.append(Section(text=text, headings=headings, page=page))
 
 
-def _sections(pages: list[str], bookmarks: list[_Bookmark]) -> list[Section]:
-    if all(_only_noise(p) for p in pages):
+def _sections(pages: list[str], bookmarks: list[_Bookmark],
+              pictures: dict[int, list[PictureRead]] | None = None) -> list[Section]:
+    pictures = pictures or {}
+    if all(_only_noise(p) for p in pages) and not pictures:
         raise ParseError(SCANNED)
     by_page: dict[int, list[_Bookmark]] = {}
     for bm in bookmarks:
@@ -157,6 +151,12 @@ def _sections(pages: list[str], bookmarks: list[_Bookmark]) -> list[Section]:
     out: list[Section] = []
     for index, raw in enumerate(pages):
         _split_page(join_lines(raw), by_page.get(index, []), stack, index + 1, out)
+        for picture in pictures.get(index, ()):
+            if picture.text:
+                _emit(picture_text(picture.text), stack.path, index + 1, out)
+            elif picture.png:
+                out.append(Section(text=PICTURE_PLACEHOLDER, headings=stack.path, page=index + 1,
+                                   picture=picture.png))
     return out
 
 
@@ -174,9 +174,94 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
         logger.info("pypdfium2 could not open the PDF (%s); trying pypdf", exc.reason)
         pages, bookmarks = _read_pypdf(data, exc.reason)
         engine = "pypdf"
-    sections = _sections(pages, bookmarks)
-    return Document(sections=tuple(sections), format="pdf",
-                    metadata={"page_count": len(pages), "pdf_engine": engine}, title=_pdf_title(data))
+    tally = OcrTally()
+    pictures: dict[int, list[PictureRead]] = {}
+    if engine == "pypdfium2":
+        pictures = _ocr_pages(data, pages, tally)
+    sections = _sections(pages, bookmarks, pictures)
+    metadata: dict[str, str | int] = {"page_count": len(pages), "pdf_engine": engine}
+    metadata.update(tally.metadata())
+    title = _pdf_title(data) or (title_from(pages[0]) if tally.pages[:1] == [1] else "")
+    return Document(sections=tuple(sections), format="pdf", metadata=metadata, title=title)
+
+
+# ---------------------------------------------------------------------------------------------
+# OCR: pages without a text layer are rendered and read; pictures on pages with text are read
+# one by one and placed after that page's text, marked as picture text.
+
+
+def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list[PictureRead]]:
+    """Fill `pages[i]` for pages without usable text; return the text of pictures on the others."""
+    import pypdfium2 as pdfium
+
+    scanned = [i for i, text in enumerate(pages) if _only_noise(text)]
+    if len(scanned) > limits.MAX_OCR_PAGES:
+        raise LimitExceeded(
+            f"This PDF has {len(scanned):,} scanned pages (pages without a text layer); LucidRAG reads "
+            f"at most {limits.MAX_OCR_PAGES} scanned pages per file by OCR (MAX_OCR_PAGES). Split it "
+            "into smaller PDFs and upload them separately.")
+    pictures: dict[int, list[PictureRead]] = {}
+    with _PDFIUM_LOCK:
+        pdf = pdfium.PdfDocument(data)
+    try:
+        for index in range(len(pages)):
+            is_scanned = _only_noise(pages[index])
+            with _PDFIUM_LOCK:  # PDFium calls are serialised; OCR runs outside the lock
+                images = _page_images(pdf, index, is_scanned, tally)
+            for image in images:
+                if is_scanned:
+                    found = recognise(image)
+                    tally.page(index + 1, found)
+                    pages[index] = found.text
+                else:
+                    picture = read_image(image, tally)
+                    if picture.text or picture.png:
+                        pictures.setdefault(index, []).append(picture)
+    finally:
+        with _PDFIUM_LOCK:
+            pdf.close()
+    return pictures
+
+
+def _page_images(pdf, index: int, scanned: bool, tally: OcrTally) -> list:  # noqa: ANN001
+    """The whole page rendered (a scanned page), or the readable pictures on a page with text."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    try:
+        page = pdf[index]
+    except pdfium.PdfiumError:
+        return []
+    try:
+        if scanned:
+            width, height = page.get_size()
+            scale = limits.OCR_DPI / 72
+            pixels = width * height * scale * scale
+            if pixels > limits.MAX_IMAGE_PIXELS:  # a poster-sized page: render it smaller
+                scale *= (limits.MAX_IMAGE_PIXELS / pixels) ** 0.5
+            return [page.render(scale=scale).to_pil()]
+        page_area = max(1.0, page.get_width() * page.get_height())
+        images = []
+        for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
+            left, bottom, right, top = obj.get_bounds()
+            if (right - left) * (top - bottom) > page_area / 2:
+                continue  # a page-sized picture under a text layer: a scan already OCRed
+            px_width, px_height = obj.get_px_size()
+            if px_width * px_height < limits.OCR_MIN_PICTURE_PIXELS or px_width * px_height > limits.MAX_IMAGE_PIXELS:
+                continue
+            if tally.pictures + len(images) >= limits.MAX_PICTURES_PER_FILE:
+                tally.pictures_skipped += 1  # not decoded at all
+                continue
+            try:
+                images.append(obj.get_bitmap(render=True).to_pil())
+            except pdfium.PdfiumError:
+                logger.info("PDF page %d: a picture could not be decoded", index + 1)
+        return images
+    except pdfium.PdfiumError:
+        logger.info("PDF page %d could not be rendered for OCR", index + 1)
+        return []
+    finally:
+        page.close()
 
 
 def _pdf_title(data: bytes) -> str:

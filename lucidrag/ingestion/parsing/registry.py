@@ -38,6 +38,7 @@ _EXTENSIONS: dict[str, str] = {
     ".rtf": "rtf",
     ".odt": "odf", ".odp": "odf",
 }
+# Pictures: read by OCR (images.py); formats Pillow cannot open get its "save as PNG" message.
 # Plain-text files under other names: parsed as text.
 TEXT_EXTENSIONS = (
     ".rst", ".adoc", ".asciidoc", ".org", ".tex", ".ini", ".cfg", ".conf", ".toml", ".yaml", ".yml",
@@ -85,12 +86,13 @@ _MIME_TYPES: dict[str, tuple[str, str]] = {
 SUPPORTED_EXTENSIONS: tuple[str, ...] = (
     ".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv", ".tsv", ".html",
     ".htm", ".md", ".markdown", ".json", ".jsonl", ".txt", ".text", ".log", ".zip",
+    ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff",
 ) + TEXT_EXTENSIONS
 
 _DEFAULT_EXT = {"pdf": ".pdf", "docx": ".docx", "pptx": ".pptx", "spreadsheet": ".xlsx",
                 "delimited": ".csv", "html": ".html", "markdown": ".md", "json": ".json",
                 "text": ".txt", "zip": ".zip", "legacy_doc": ".doc", "legacy_ppt": ".ppt",
-                "rtf": ".rtf"}
+                "rtf": ".rtf", "image": ".png"}
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
@@ -207,7 +209,7 @@ def detect(data: bytes, filename: str, mime_type: str = "") -> tuple[str, str]:
 
 
 def _supported_list() -> str:
-    return ", ".join(SUPPORTED_EXTENSIONS[:20]) + " and other plain-text files"
+    return ", ".join(SUPPORTED_EXTENSIONS[:28]) + " and other plain-text files"
 
 
 def _unsupported(family: str, ext: str) -> UnsupportedFormatError:
@@ -227,10 +229,6 @@ def _unsupported(family: str, ext: str) -> UnsupportedFormatError:
         return UnsupportedFormatError(
             f"OpenDocument {ext or '.odt/.odp'} files are not supported (only .ods spreadsheets are). "
             "Open it in LibreOffice and save as .docx or .pptx, then upload again.")
-    if family == "image":
-        return UnsupportedFormatError(
-            f"Images ({ext or 'image files'}) are not supported: LucidRAG reads text only. Choose an "
-            "OCR parser plugin for this knowledge base, or upload a document with text.")
     if family == "encrypted_office":
         return UnsupportedFormatError(
             f"This {ext or 'Office'} file is password-protected (encrypted). Remove the password, "
@@ -247,6 +245,7 @@ def _unsupported(family: str, ext: str) -> UnsupportedFormatError:
 
 
 def _parsers() -> dict[str, Parser]:
+    from .images import parse_image
     from .jsondoc import parse_json
     from .markdown_text import parse_markdown
     from .pdf import parse_pdf
@@ -259,7 +258,7 @@ def _parsers() -> dict[str, Parser]:
     return {
         "pdf": parse_pdf, "docx": parse_docx, "pptx": parse_pptx, "spreadsheet": parse_spreadsheet,
         "delimited": parse_delimited, "html": parse_html, "markdown": parse_markdown,
-        "json": parse_json, "text": parse_text, "zip": parse_zip,
+        "json": parse_json, "text": parse_text, "zip": parse_zip, "image": parse_image,
     }
 
 

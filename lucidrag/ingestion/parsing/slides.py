@@ -1,5 +1,6 @@
 """PowerPoint .pptx: one section per slide (page = slide number, heading = slide title), tables
-as Markdown sections, speaker notes appended."""
+as Markdown sections, speaker notes appended; the text of pictures (OCR) where they sit on the
+slide, marked as picture text."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import zipfile
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import TableWriter, clean_inline, clean_text
+from ._common import PICTURE_PLACEHOLDER, TableWriter, clean_inline, clean_text
+from .ocr import OcrTally, picture_text, read_picture
 
 
 def _damaged(detail: str) -> ParseError:
@@ -25,14 +27,22 @@ def _shape_order(shape) -> tuple[int, int]:
     return top, left
 
 
-def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None) -> None:
+def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None, tally: OcrTally,
+          pictures: list[bytes]) -> None:
     from pptx.shapes.group import GroupShape
 
     for shape in sorted(shapes, key=_shape_order):
         if skip_id is not None and shape.shape_id == skip_id:
             continue
         if isinstance(shape, GroupShape):
-            _walk(shape.shapes, texts, tables, skip_id)
+            _walk(shape.shapes, texts, tables, skip_id, tally, pictures)
+        elif (blob := _picture_blob(shape)) is not None:
+            picture = read_picture(blob, tally)
+            text = clean_text(picture.text)
+            if text:
+                texts.append(picture_text(text))
+            elif picture.png:
+                pictures.append(picture.png)
         elif getattr(shape, "has_table", False) and shape.has_table:
             writer = TableWriter()
             for row in shape.table.rows:
@@ -43,6 +53,15 @@ def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None) -> N
             text = clean_text(shape.text_frame.text)
             if text:
                 texts.append(text)
+
+
+def _picture_blob(shape) -> bytes | None:  # noqa: ANN001 - a python-pptx shape
+    """The bytes of a picture shape (or a placeholder holding one); None for other shapes."""
+    try:
+        image = getattr(shape, "image", None)
+        return image.blob if image is not None else None
+    except (AttributeError, KeyError, ValueError):  # a placeholder without a picture, a broken link
+        return None
 
 
 def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
@@ -65,6 +84,7 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
         raise _damaged(type(exc).__name__) from exc
 
     sections: list[Section] = []
+    tally = OcrTally()
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         title = clean_inline(title_shape.text_frame.text) if title_shape is not None and \
@@ -72,7 +92,9 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
         headings = (title,) if title else ()
         texts: list[str] = []
         tables: list[str] = []
-        _walk(slide.shapes, texts, tables, title_shape.shape_id if title_shape is not None else None)
+        pictures: list[bytes] = []
+        _walk(slide.shapes, texts, tables, title_shape.shape_id if title_shape is not None else None,
+              tally, pictures)
         notes = ""
         if slide.has_notes_slide:
             frame = slide.notes_slide.notes_text_frame
@@ -85,12 +107,15 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
             sections.append(Section(text="\n\n".join(texts), headings=headings, page=number))
         for table in tables:
             sections.append(Section(text=table, headings=headings, page=number, is_table=True))
+        for png in pictures:
+            sections.append(Section(text=PICTURE_PLACEHOLDER, headings=headings, page=number, picture=png))
     if not sections:
-        raise ParseError("This presentation contains no text (its slides may hold only images). "
-                         "Choose an OCR parser plugin, or upload slides with text.")
+        raise ParseError("This presentation contains no text, not even in its pictures (read by "
+                         "OCR). Upload slides with text.")
     try:
         title = str(part.package.core_properties.title or "")
     except Exception:  # noqa: BLE001 - a missing or damaged core.xml costs only the title
         title = ""
-    return Document(sections=tuple(sections), format="pptx",
-                    metadata={"slide_count": len(presentation.slides)}, title=title)
+    metadata: dict[str, str | int] = {"slide_count": len(presentation.slides)}
+    metadata.update(tally.metadata())
+    return Document(sections=tuple(sections), format="pptx", metadata=metadata, title=title)

@@ -1,4 +1,5 @@
-"""Word .docx: walks the body XML (w:p, w:tbl, w:sdt) once; heading styles → heading paths."""
+"""Word .docx: walks the body XML (w:p, w:tbl, w:sdt) once; heading styles → heading paths; the
+text of pictures (OCR) where they are anchored, marked as picture text."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document
 
 from ._common import SectionBuilder, TableWriter, clean_inline
+from .ocr import OcrTally, PictureRead, picture_text, read_picture
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _P, _TBL, _SDT, _SDT_CONTENT = W + "p", W + "tbl", W + "sdt", W + "sdtContent"
 _TR, _TC, _T, _TAB, _BR, _CR = W + "tr", W + "tc", W + "t", W + "tab", W + "br", W + "cr"
 _VAL = W + "val"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_BLIP = "{http://schemas.openxmlformats.org/drawingml/2006/main}blip"
+_VML_IMAGE = "{urn:schemas-microsoft-com:vml}imagedata"
 _SKIP = {MC + "Fallback", W + "del", W + "moveFrom", W + "instrText", W + "delText", W + "rPr",
          W + "pPr", W + "fldChar", W + "footnoteReference", W + "endnoteReference"}
 
@@ -195,6 +200,7 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
 
     styles = _Styles(document)
     builder = SectionBuilder()
+    tally = OcrTally()
     body = document.element.body
     stack = [iter(body)]
     while stack:
@@ -207,6 +213,12 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
                     builder.heading(level, text)
                 else:
                     builder.text(text)
+                for picture in _pictures(child, document.part, tally):
+                    if picture.text:
+                        builder.flush()
+                        builder.add(picture_text(picture.text))
+                    elif picture.png:
+                        builder.picture(picture.png)
             elif tag == _TBL:
                 table = _table(child)
                 if table:
@@ -220,9 +232,26 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
             stack.pop()
     sections = builder.finish()
     if not sections:
-        raise ParseError("This Word document contains no text (it may hold only images). "
-                         "Choose an OCR parser plugin, or upload a document with text.")
-    return Document(sections=tuple(sections), format="docx", title=_core_title(document))
+        raise ParseError("This Word document contains no text, not even in its pictures (read by "
+                         "OCR). Upload a document with text.")
+    return Document(sections=tuple(sections), format="docx", metadata=dict(tally.metadata()),
+                    title=_core_title(document))
+
+
+def _pictures(paragraph, part, tally: OcrTally) -> list[PictureRead]:  # noqa: ANN001 - lxml, DocumentPart
+    """The pictures anchored in a paragraph (DrawingML and legacy VML), each once, read by OCR."""
+    ids = [el.get(_R + "embed") for el in paragraph.iter(_BLIP)]
+    ids += [el.get(_R + "id") for el in paragraph.iter(_VML_IMAGE)]
+    texts = []
+    for rel_id in dict.fromkeys(i for i in ids if i):
+        try:
+            blob = part.related_parts[rel_id].blob
+        except (KeyError, AttributeError):  # an external (linked) picture or a broken relationship
+            continue
+        picture = read_picture(blob, tally)
+        if picture.text or picture.png:
+            texts.append(picture)
+    return texts
 
 
 def _core_title(document) -> str:  # noqa: ANN001 - python-docx Document

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lucidrag.base.errors import VectorStoreFailure
+from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
 from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
@@ -104,11 +104,15 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         await state.ensure_loaded(host, kb_id, index_now=False)
-        try:
-            await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
-        except Exception as error:  # noqa: BLE001
-            raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
-        await state.delete_file(KbStore(host, kb_id), document_id)
+        if not state.fresh:  # a KB without a vector has none to delete (Milvus would create it)
+            try:
+                await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+            except Exception as error:  # noqa: BLE001
+                raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
+        if not await state.delete_file(KbStore(host, kb_id), document_id):
+            # True now would let the file come back after a restart (its record is still stored)
+            raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record; "
+                                       "delete the file again")
         logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
         await self._upkeep(host, inst, "delete")
 

@@ -59,6 +59,7 @@ LOAD_CONCURRENCY = 8  # storage reads in flight while loading records or segment
 INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
+COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
 
 
 @dataclass
@@ -92,12 +93,21 @@ class KnowledgeBaseState:
     undeleted_records: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)
     meta_dirty: bool = False
+    # the stored meta says (or may still say) "never had a vector": a restart would not look for
+    # files in the vector DB, nor adopt journalled ones
+    empty_mark_stored: bool = False
     index_dirty: bool = False
     pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
+    live_segments: set[str] = field(default_factory=set)  # named by the stored manifest, as last read or written
     manifest_known: bool = False  # the stored manifest was read or written by this process
+    # files deleted by this process (LangBot never reuses a document id): work that read a file
+    # before its deletion must not bring it back
+    deleted: set[str] = field(default_factory=set)
+    journalled: set[str] = field(default_factory=set)  # ingests of this process whose journal entry stands
+    indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
     # ================================================================ reads
     def known_files(self) -> set[str]:
@@ -114,8 +124,9 @@ class KnowledgeBaseState:
 
     @property
     def unsettled(self) -> set[str]:
-        """Files whose vectors may be incomplete: ingests running now or cut short by a crash."""
-        return self.journals | self.in_flight
+        """Files whose vectors are no answers: ingests running now or cut short by a crash, and
+        files deleted by this process (whose vectors may still be listed for a moment)."""
+        return self.journals | self.in_flight | self.deleted
 
     async def keyword_search(self, query: str, top_k: int, file_ids: set[str] | None = None) -> list[KeywordHit]:
         async with self.index_guard:
@@ -148,6 +159,8 @@ class KnowledgeBaseState:
                     out[record.file_id] = record
                     if self.trust_records and record.file_id in (self.stored_ids or ()):
                         continue  # storage has its record and failed to read it: never overwrite it
+                    if record.file_id in self.deleted:
+                        continue  # deleted while its vectors were read: nothing may bring it back
                     self.records.put(record)
                     if await store.save_record(record):
                         if self.stored_ids is not None:
@@ -176,7 +189,10 @@ class KnowledgeBaseState:
         if self.stored_ids is None:
             snapshot = await list_keys(store.host)
             if snapshot is None:
-                return True  # unknown: assume it may exist (deleting first is always safe here)
+                # Unknown: deleting first is safe only where the collection surely exists (on a
+                # KB without vectors, Milvus would create it with dimension 1536). LangBot gives
+                # every upload a new id, so a skipped delete costs nothing in practice.
+                return self.has_vectors is True and not self.fresh
             self.seed(snapshot)
         return file_id in (self.stored_ids or ()) or file_id in self.journals
 
@@ -184,9 +200,13 @@ class KnowledgeBaseState:
         """Learn which files have records and journal entries from a storage listing, unless this
         process already knows (every later change of this KB went through this object)."""
         if self.stored_ids is None:
-            self.stored_ids = set(snapshot.record_ids(self.kb_id))
-            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
-            self.orphan_segments |= set(snapshot.index_segments(self.kb_id))
+            self.stored_ids = set(snapshot.record_ids(self.kb_id)) - self.deleted
+            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight - self.journalled
+            # segments the live manifest names are not orphans, whenever the listing comes
+            self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self.live_segments
+            if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
+                indexed = self.index.file_ids()
+                self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
 
     # ================================================================ loading
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True) -> None:
@@ -203,12 +223,16 @@ class KnowledgeBaseState:
             self.look_in_vector_db = False
             self.discovery = FileDiscovery()
         if index_now and self.indexing and not self.fresh:
-            await self.continue_indexing(host, collection_id, time.monotonic() + FIRST_LOAD_BUDGET_S)
+            try:
+                await self.continue_indexing(host, collection_id, time.monotonic() + FIRST_LOAD_BUDGET_S)
+            except Exception as error:  # noqa: BLE001 - later hooks continue; this one answers from vectors
+                logger.warning("kb=%s: indexing could not continue now (%s)", self.kb_id, describe(error))
 
     async def _load(self, host: HostApi) -> None:
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
         if meta is not None:
+            self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
             self.metric = self.metric or meta.metric
             if self.has_vectors is None:  # what this process learnt is newer than storage
                 self.has_vectors = meta.has_vectors
@@ -259,27 +283,34 @@ class KnowledgeBaseState:
             logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
                            self.kb_id, error)
             return None
-        self.orphan_segments -= set(names)
+        self.live_segments = set(names)
+        self.orphan_segments -= self.live_segments
         self.manifest_known = True
         return index
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),
         a batch at a time until `deadline`; then persist what changed."""
+        async with self.indexing_lock:
+            await self._continue_indexing(host, collection_id, deadline)
+
+    async def _continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         changed = False
         while self.indexing and time.monotonic() < deadline:
-            if not self.to_index and self.discovery is not None:
-                found = await with_retries(lambda: self.discovery.step(host, collection_id))
-                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index)))
-                if self.discovery.done:
+            discovery = self.discovery
+            if not self.to_index and discovery is not None:
+                found = await with_retries(lambda: discovery.step(host, collection_id))
+                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
+                                                          and f not in self.deleted)))
+                if discovery.done and self.discovery is discovery:
                     self.discovery = None
                     self.trust_records = True
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
-            async with self.lock:
+            async with self.lock:  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
-                                   and r.file_id not in self.in_flight])
+                                   and r.file_id not in self.in_flight and r.file_id not in self.deleted])
                 for file_id in batch:
                     self.to_index.pop(file_id, None)
             changed = True
@@ -293,7 +324,9 @@ class KnowledgeBaseState:
     async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> None:
         """Called before the first vector of `file_id` is written."""
         self.in_flight.add(file_id)
-        if not await store.write_journal(JournalEntry(file_id, chunks)):
+        if await store.write_journal(JournalEntry(file_id, chunks)):
+            self.journalled.add(file_id)
+        else:
             logger.warning("kb=%s doc=%s: no ingest journal (plugin storage failed): a crash during this "
                            "ingest could leave vectors behind", self.kb_id, file_id)
 
@@ -303,18 +336,34 @@ class KnowledgeBaseState:
         self.fresh = False
         if self.has_vectors is not True:
             self.has_vectors = True
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, True))
+            await self._save_meta(store)
 
     async def set_metric(self, store: KbStore, metric: Metric) -> None:
         self.metric = metric
         self.has_vectors = True
-        self.meta_dirty = not await store.save_meta(KbMeta(metric, True))
+        await self._save_meta(store)
 
     async def commit_ingest(self, store: KbStore, record: FileRecord) -> bool:
-        """The file's vectors are all written: remember it. Returns whether the record was saved."""
+        """The file's vectors are all written: make it known, durably. Returns False, changing
+        nothing, when nothing in plugin storage would name the file after a restart (then the
+        ingest must not report COMPLETED: the caller rolls it back).
+
+        Durable before: the journal entry (if its write succeeded). Durable after: the record (or,
+        if that write failed, the journal entry, which a restart adopts from the vectors), and the
+        KB's "has vectors" mark. A host whose storage never held anything of this KB needs
+        neither: a restart finds every file in the vector DB (`look_in_vector_db`)."""
         file_id = record.file_id
         async with self.lock:
-            saved = await store.save_record(record)
+            saved = False
+            for _ in range(COMMIT_SAVE_ATTEMPTS):
+                if await store.save_record(record):
+                    saved = True
+                    break
+            if self.meta_dirty:
+                await self._save_meta(store)
+            if not self._durable(file_id, saved):
+                self.in_flight.discard(file_id)
+                return False
             await self._index([record])
             self.records.put(record)
             if saved:
@@ -331,39 +380,70 @@ class KnowledgeBaseState:
                 await self._clear_journal(store, file_id)
             # else the journal entry stays: a restart adopts the file (and indexes it)
             self.in_flight.discard(file_id)
-        return saved
+            self.journalled.discard(file_id)
+        return True
+
+    def _durable(self, file_id: str, saved: bool) -> bool:
+        """Whether a restart will know this committed file (see `commit_ingest`)."""
+        if saved:
+            return True  # a record that the snapshot lacks is indexed at load
+        if self.empty_mark_stored:
+            return False  # a restart takes the KB for empty: it neither adopts nor looks
+        return file_id in self.journalled or self._storage_is_empty()
+
+    def _storage_is_empty(self) -> bool:
+        """Plugin storage holds no record and no index of this KB: a restart lists the vector DB
+        to find the files (`_load`)."""
+        return self.stored_ids is not None and not self.stored_ids and not self.manifest_known
+
+    async def _save_meta(self, store: KbStore) -> None:
+        saved = await store.save_meta(KbMeta(self.metric, self.has_vectors))
+        self.meta_dirty = not saved
+        if saved and self.has_vectors:
+            self.empty_mark_stored = False
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
         next reconciliation deletes them."""
         self.in_flight.discard(file_id)
+        self.journalled.discard(file_id)
         if vectors_removed:
             await self._clear_journal(store, file_id)
         else:
             self.journals.add(file_id)
 
     # ================================================================ delete
-    async def delete_file(self, store: KbStore, file_id: str) -> None:
-        """Forget a file whose vectors were deleted: the index first (and its snapshot), so that a
-        crash after this never brings the file's text back, then its record."""
+    async def delete_file(self, store: KbStore, file_id: str) -> bool:
+        """Forget a file whose vectors were deleted. Returns whether the deletion is durable: no
+        record of the file is left in plugin storage (a stored record would bring the file back
+        after a restart; a stale index snapshot alone cannot, `_load` drops files without one).
+
+        Durable before: nothing (the vectors are gone). After: the record is gone; the index
+        snapshot and journal entry follow as soon as storage takes them (`flush`)."""
         async with self.lock:
+            self.deleted.add(file_id)
             await self._unindex(store, file_id)
             self.unsaved.pop(file_id, None)
             self.records.drop(file_id)
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
-            if self.stored_ids is not None:
-                self.stored_ids.discard(file_id)
-            if not await store.delete_record(file_id):
+            gone = await store.delete_record(file_id)
+            if gone:
+                self.undeleted_records.discard(file_id)
+            else:
                 self.undeleted_records.add(file_id)
+                gone = self.stored_ids is not None and file_id not in self.stored_ids
+            if gone and self.stored_ids is not None:
+                self.stored_ids.discard(file_id)
             await self._clear_journal(store, file_id)
+            return gone
 
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:
         """Retry the storage writes that failed earlier."""
         if self.meta_dirty and time.monotonic() < deadline:
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, self.has_vectors))
+            await self._save_meta(store)
         for file_id, record in list(self.unsaved.items()):
             if time.monotonic() >= deadline:
                 return
@@ -451,7 +531,12 @@ class KnowledgeBaseState:
     async def rebuild_from_vector_db(self, host: HostApi, collection_id: str, deadline: float = math.inf) -> bool:
         """Repair: forget the keyword index and the "no vectors yet" mark and derive everything
         from the vector DB again, file by file (records are rebuilt from the vectors and saved).
-        Runs until `deadline`; later hooks continue. Returns whether it finished."""
+        Runs until `deadline`; later hooks continue. Returns whether it finished. A KB whose
+        stored meta says it never had a vector, and that knows no file, has nothing to rebuild:
+        listing its collection would make Milvus create it with the wrong dimension."""
+        await self.ensure_loaded(host, collection_id, index_now=False)
+        if self.fresh and not self.has_files():
+            return True
         async with self.lock:
             async with self.index_guard:
                 old = await run_blocking(self.index.take_changes)
@@ -465,7 +550,7 @@ class KnowledgeBaseState:
                 self.pending_drops |= set(SegmentIndex.manifest_segment_names(old.manifest))
             store = KbStore(host, self.kb_id)
             self.fresh, self.has_vectors, self.loaded = False, True, True
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, True))
+            await self._save_meta(store)
         await self.continue_indexing(host, collection_id, deadline)
         return not self.indexing
 
@@ -552,6 +637,7 @@ class KnowledgeBaseState:
                 if not await store.save_index_manifest(self.pending_manifest):
                     self.index_dirty = True
                     return False
+                self.live_segments = set(SegmentIndex.manifest_segment_names(self.pending_manifest))
                 self.pending_manifest = None
                 self.manifest_known = True
             self.index_dirty = False

@@ -101,7 +101,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         if state.metric is None:
             await _calibrate(host, state, store, request, record, vectors)
     except BaseException as error:
-        removed = await _rollback(host, request)
+        # On a KB that never had a vector, a delete could create the collection with the wrong
+        # dimension (Milvus): the journal entry stays and reconciliation settles it instead.
+        removed = False if state.fresh else await _rollback(host, request)
         await state.abort_ingest(store, request.document_id, removed)
         if isinstance(error, LucidRagError) or not isinstance(error, Exception):
             raise

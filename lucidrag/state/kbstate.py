@@ -96,6 +96,7 @@ class KnowledgeBaseState:
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
     # files in the vector DB, nor adopt journalled ones
     empty_mark_stored: bool = False
+    meta_unknown: bool = False  # the stored meta exists (or may) but could not be read yet
     index_dirty: bool = False
     pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
@@ -106,6 +107,7 @@ class KnowledgeBaseState:
     # files deleted by this process (LangBot never reuses a document id): work that read a file
     # before its deletion must not bring it back
     deleted: set[str] = field(default_factory=set)
+    aborted: set[str] = field(default_factory=set)  # failed ingests of this process whose vectors may remain
     journalled: set[str] = field(default_factory=set)  # ingests of this process whose journal entry stands
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
@@ -151,7 +153,7 @@ class KnowledgeBaseState:
             for record in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs))):
                 self.records.put(record)
                 out[record.file_id] = record
-        lost = [f for f in missing if f not in out and f not in self.unsettled]
+        lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
         if lost and not self.fresh:
             for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
                                                 LOAD_CONCURRENCY):
@@ -217,6 +219,8 @@ class KnowledgeBaseState:
                 if not self.loaded:
                     await self._load(host)
                     self.loaded = True
+        if self.meta_unknown and self.has_vectors is None:
+            await self._reread_meta(host)
         if index_now and self.look_in_vector_db and not self.fresh:
             # Not from an ingest: listing a collection that does not exist yet makes LangBot's
             # Milvus adapter create it with dimension 1536.
@@ -231,11 +235,13 @@ class KnowledgeBaseState:
     async def _load(self, host: HostApi) -> None:
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
+        if meta is None and self.has_vectors is not True:
+            # missing, or storage failed: only a listing tells (a mark we cannot read may say "empty")
+            listing = await list_keys(host)
+            self.meta_unknown = listing is None or listing.has_meta(self.kb_id)
+            self.empty_mark_stored = self.meta_unknown
         if meta is not None:
-            self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
-            self.metric = self.metric or meta.metric
-            if self.has_vectors is None:  # what this process learnt is newer than storage
-                self.has_vectors = meta.has_vectors
+            self._apply_meta(meta)
         if self.stored_ids is None:
             snapshot = await list_keys(host)
             if snapshot is not None:
@@ -261,13 +267,30 @@ class KnowledgeBaseState:
                 self.index_dirty = self.index_dirty or bool(gone)
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not len(self.index) and not self.to_index:
-            if self.has_vectors is False:
-                self.fresh = True
+            if self.has_vectors is False or (self.meta_unknown and self.has_vectors is None):
+                self.fresh = True  # (while the mark is unread, as if it said so: `_reread_meta`)
             elif self.stored_ids is not None:  # storage has nothing: look in the vector DB (`ensure_loaded`)
                 self.look_in_vector_db = True
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
                     len(self.index), len(self.to_index), ", files to find in the vector DB" if self.discovery else "")
+
+    def _apply_meta(self, meta: KbMeta) -> None:
+        self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
+        self.metric = self.metric or meta.metric
+        if self.has_vectors is None:  # what this process learnt is newer than storage
+            self.has_vectors = meta.has_vectors
+
+    async def _reread_meta(self, host: HostApi) -> None:
+        """The meta could not be read at load: try again (one read per hook until it answers)."""
+        meta = await KbStore(host, self.kb_id).load_meta()
+        if meta is None:
+            return
+        self.meta_unknown = False
+        self._apply_meta(meta)
+        if self.fresh and self.has_vectors is not False:
+            self.fresh = False
+            self.look_in_vector_db = not self.has_files() and self.stored_ids is not None
 
     async def _load_index_snapshot(self, store: KbStore) -> SegmentIndex | None:
         manifest = await store.load_index_manifest()
@@ -301,7 +324,7 @@ class KnowledgeBaseState:
             if not self.to_index and discovery is not None:
                 found = await with_retries(lambda: discovery.step(host, collection_id))
                 self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
-                                                          and f not in self.deleted)))
+                                                          and f not in self.deleted and f not in self.aborted)))
                 if discovery.done and self.discovery is discovery:
                     self.discovery = None
                     self.trust_records = True
@@ -411,6 +434,7 @@ class KnowledgeBaseState:
             await self._clear_journal(store, file_id)
         else:
             self.journals.add(file_id)
+            self.aborted.add(file_id)  # removed by `reconcile`, journal entry or not
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str) -> bool:
@@ -492,6 +516,12 @@ class KnowledgeBaseState:
         for file_id in sorted(self.journals - self.in_flight):
             if time.monotonic() >= deadline:
                 return
+            if file_id in self.aborted:  # failed here: its vectors go, whatever storage holds
+                if not self.fresh:
+                    await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                self.aborted.discard(file_id)
+                await self.delete_file(store, file_id)
+                continue
             entry = await store.read_journal(file_id)
             if entry is None:  # already settled (or storage cannot tell): nothing to do
                 self.journals.discard(file_id)
@@ -554,9 +584,17 @@ class KnowledgeBaseState:
         await self.continue_indexing(host, collection_id, deadline)
         return not self.indexing
 
+    def may_know(self, file_id: str) -> bool:
+        """Whether vectors of this file may be an answer: it is indexed, or the index is not
+        complete yet. Once it is, vectors of a file nothing names are what a failed ingest could
+        not remove (storage and the vector DB failed at once): never answers."""
+        return self.indexing or file_id in self.index or file_id in self.unsaved
+
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
         metadata so it can be returned with text and citation."""
+        if not self.may_know(str((result.get("metadata") or {}).get("file_id") or "")):
+            return None
         chunk_id = str(result["id"])
         known = self.adopted.get(chunk_id)
         if known is not None:

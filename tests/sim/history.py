@@ -18,7 +18,8 @@ LangBot's side is modelled in `Book`: what each hook returned decides what the o
 - `wrong-collection`: the KB's collection got a dimension the embedding model does not have
   (Milvus creates a touched collection with 1536);
 - `failed-healthy`: a good file's ingest FAILED while the host had no faults.
-The settle: healthy host, a restart (a new process over the same host), a few retrieves.
+The settle: healthy host, a restart (a new process over the same host), the deletes that returned
+False done again (the operator retries them), a few retrieves.
 """
 
 from __future__ import annotations
@@ -340,6 +341,11 @@ class Runner:
         self.faults.storage = self.faults.vectors = 0.0
         self.process.kill()
         self.process = self._new_process()
+        for n, doc in sorted(self.book.docs.items()):
+            if doc.status == "delete-failed":  # LangBot kept the file; the operator deletes it again
+                await self._delete(n)
+                if doc.status != "deleted":
+                    raise HistoryFailed(Violation("raised", f"deleting {doc_id(n)} on a healthy host failed"))
         completed = sorted(n for n, d in self.book.docs.items() if d.status == "completed")
         probe = completed[0] if completed else 0
         for _ in range(SETTLE_HOOKS):

@@ -41,7 +41,7 @@ from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.recordcache import RecordCache
-from lucidrag.state.records import ChunkRecord, FileRecord
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import (
     JournalEntry,
     KbMeta,
@@ -51,7 +51,7 @@ from lucidrag.state.store import (
     list_keys,
 )
 from lucidrag.vectors.scoring import Metric
-from lucidrag.vectors.vectorscan import FileDiscovery, file_vectors
+from lucidrag.vectors.vectorscan import LIST_WINDOW, FileDiscovery, file_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -531,7 +531,9 @@ class KnowledgeBaseState:
                 # upsert): touching the vector DB now could make Milvus create a wrong collection.
                 await self._clear_journal(store, file_id)
                 continue
-            items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f))
+            # past Milvus' listing window the journalled count's chunk ids are read by id
+            ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
+            items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
             if entry.chunks > 0 and len(items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
                 async with self.lock:

@@ -32,7 +32,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
+from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import (
@@ -80,18 +81,15 @@ class KnowledgeBaseState:
     persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
-    in_flight: set[str] = field(default_factory=set)  # ingests of this process past begin_ingest
-    journals: set[str] = field(default_factory=set)  # journal entries of earlier processes
+    files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
+    journalled: set[str] = field(default_factory=set)  # INGESTING files whose journal entry stands
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     discovery: FileDiscovery | None = None  # file ids still being looked for in the vector DB
     look_in_vector_db: bool = False  # storage knows no file: the vector DB is to be listed
     trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
     adopted: dict[str, ChunkRecord] = field(default_factory=dict)  # vector hits without a record
-    # storage writes that failed, retried by `flush`
-    unsaved: dict[str, FileRecord] = field(default_factory=dict)
-    undeleted_records: set[str] = field(default_factory=set)
-    undeleted_journals: set[str] = field(default_factory=set)
+    undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     meta_dirty: bool = False
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
     # files in the vector DB, nor adopt journalled ones
@@ -104,11 +102,6 @@ class KnowledgeBaseState:
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
     live_segments: set[str] = field(default_factory=set)  # named by the stored manifest, as last read or written
     manifest_known: bool = False  # the stored manifest was read or written by this process
-    # files deleted by this process (LangBot never reuses a document id): work that read a file
-    # before its deletion must not bring it back
-    deleted: set[str] = field(default_factory=set)
-    aborted: set[str] = field(default_factory=set)  # failed ingests of this process whose vectors may remain
-    journalled: set[str] = field(default_factory=set)  # ingests of this process whose journal entry stands
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
     # ================================================================ reads
@@ -125,10 +118,24 @@ class KnowledgeBaseState:
         return bool(self.to_index) or self.discovery is not None
 
     @property
-    def unsettled(self) -> set[str]:
-        """Files whose vectors are no answers: ingests running now or cut short by a crash, and
-        files deleted by this process (whose vectors may still be listed for a moment)."""
-        return self.journals | self.in_flight | self.deleted
+    def unsettled(self) -> NotAnswers:
+        """Files whose vectors are no answers: ingests running here, journalled by a dead process
+        or failed, and files deleted by this process (lifecycle.NOT_ANSWERS)."""
+        return self.files.not_answers()
+
+    @property
+    def in_flight(self) -> set[str]:
+        return set(self.files.of(FileState.INGESTING))
+
+    @property
+    def journals(self) -> set[str]:
+        """Files whose vectors `reconcile` settles: journalled by a dead process, or failed here."""
+        return set(self.files.of(FileState.JOURNALLED)) | set(self.files.of(FileState.ABORTED))
+
+    @property
+    def unsaved(self) -> Mapping[str, FileRecord | None]:
+        """Committed files whose record `flush` still has to write (file id -> record)."""
+        return self.files.of(FileState.UNSAVED)
 
     async def keyword_search(self, query: str, top_k: int, file_ids: set[str] | None = None) -> list[KeywordHit]:
         async with self.index_guard:
@@ -140,7 +147,7 @@ class KnowledgeBaseState:
         out: dict[str, FileRecord] = {}
         missing: list[str] = []
         for file_id in dict.fromkeys(file_ids):
-            record = self.unsaved.get(file_id) or self.records.get(file_id)
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
             if record is not None:
                 out[file_id] = record
             else:
@@ -161,14 +168,14 @@ class KnowledgeBaseState:
                     out[record.file_id] = record
                     if self.trust_records and record.file_id in (self.stored_ids or ()):
                         continue  # storage has its record and failed to read it: never overwrite it
-                    if record.file_id in self.deleted:
-                        continue  # deleted while its vectors were read: nothing may bring it back
+                    if not self.files.is_answer(record.file_id):
+                        continue  # e.g. deleted while its vectors were read: nothing may bring it back
                     self.records.put(record)
                     if await store.save_record(record):
                         if self.stored_ids is not None:
                             self.stored_ids.add(record.file_id)
                     else:
-                        self.unsaved[record.file_id] = record
+                        self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
@@ -186,7 +193,7 @@ class KnowledgeBaseState:
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
         once per process for this KB, so bulk uploads cost one listing, not one per file."""
-        if file_id in self.index or file_id in self.in_flight or file_id in self.journals or file_id in self.to_index:
+        if file_id in self.index or file_id in self.files or file_id in self.to_index:
             return True
         if self.stored_ids is None:
             snapshot = await list_keys(store.host)
@@ -196,14 +203,16 @@ class KnowledgeBaseState:
                 # every upload a new id, so a skipped delete costs nothing in practice.
                 return self.has_vectors is True and not self.fresh
             self.seed(snapshot)
-        return file_id in (self.stored_ids or ()) or file_id in self.journals
+        return file_id in (self.stored_ids or ()) or file_id in self.files
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this
         process already knows (every later change of this KB went through this object)."""
         if self.stored_ids is None:
-            self.stored_ids = set(snapshot.record_ids(self.kb_id)) - self.deleted
-            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight - self.journalled
+            self.stored_ids = set(snapshot.record_ids(self.kb_id)) - set(self.files.of(FileState.DELETED))
+            for file_id in snapshot.journal_ids(self.kb_id):
+                if file_id not in self.files:  # this process knows better about its own files
+                    self.files.move(file_id, FileState.JOURNALLED)
             # segments the live manifest names are not orphans, whenever the listing comes
             self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self.live_segments
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
@@ -253,7 +262,7 @@ class KnowledgeBaseState:
             self.orphan_segments -= set(self.pending_segments)
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
-                gone = sorted(indexed - self.stored_ids - self.in_flight - self.journals)
+                gone = sorted(indexed - self.stored_ids - set(self.files))
                 if len(gone) > max(16, len(indexed) // 2):
                     # Not a few deletes the snapshot missed: it belongs to other records. Removing
                     # files one by one without their terms would cost more than indexing afresh.
@@ -324,7 +333,7 @@ class KnowledgeBaseState:
             if not self.to_index and discovery is not None:
                 found = await with_retries(lambda: discovery.step(host, collection_id))
                 self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
-                                                          and f not in self.deleted and f not in self.aborted)))
+                                                          and self.files.is_answer(f))))
                 if discovery.done and self.discovery is discovery:
                     self.discovery = None
                     self.trust_records = True
@@ -333,7 +342,7 @@ class KnowledgeBaseState:
             records = await self.file_records(host, collection_id, batch)
             async with self.lock:  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
-                                   and r.file_id not in self.in_flight and r.file_id not in self.deleted])
+                                   and self.files.is_answer(r.file_id)])
                 for file_id in batch:
                     self.to_index.pop(file_id, None)
             changed = True
@@ -346,7 +355,7 @@ class KnowledgeBaseState:
     # ================================================================ ingest
     async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> None:
         """Called before the first vector of `file_id` is written."""
-        self.in_flight.add(file_id)
+        self.files.move(file_id, FileState.INGESTING)
         if await store.write_journal(JournalEntry(file_id, chunks)):
             self.journalled.add(file_id)
         else:
@@ -385,24 +394,21 @@ class KnowledgeBaseState:
             if self.meta_dirty:
                 await self._save_meta(store)
             if not self._durable(file_id, saved):
-                self.in_flight.discard(file_id)
-                return False
+                return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
             if saved:
-                self.unsaved.pop(file_id, None)
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
                 self.look_in_vector_db = False  # as after a load: storage knows files, trust it
+                self.files.move(file_id, None)  # COMMITTED
             else:
-                self.unsaved[file_id] = record  # kept in memory until `flush` saves it
-            self.undeleted_records.discard(file_id)
+                self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
             self.to_index.pop(file_id, None)
             persisted = await self._persist_index(store)
             if saved and persisted:
                 await self._clear_journal(store, file_id)
             # else the journal entry stays: a restart adopts the file (and indexes it)
-            self.in_flight.discard(file_id)
             self.journalled.discard(file_id)
         return True
 
@@ -428,13 +434,15 @@ class KnowledgeBaseState:
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
         next reconciliation deletes them."""
-        self.in_flight.discard(file_id)
         self.journalled.discard(file_id)
         if vectors_removed:
+            self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
             await self._clear_journal(store, file_id)
         else:
-            self.journals.add(file_id)
-            self.aborted.add(file_id)  # removed by `reconcile`, journal entry or not
+            self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
+            # A restart must not take a complete set of vectors for a commit whose bookkeeping was
+            # lost: the entry now says "nothing confirmed written" (best effort).
+            await store.write_journal(JournalEntry(file_id, 0))
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str) -> bool:
@@ -445,21 +453,20 @@ class KnowledgeBaseState:
         Durable before: nothing (the vectors are gone). After: the record is gone; the index
         snapshot and journal entry follow as soon as storage takes them (`flush`)."""
         async with self.lock:
-            self.deleted.add(file_id)
+            self.files.move(file_id, FileState.DELETING)
             await self._unindex(store, file_id)
-            self.unsaved.pop(file_id, None)
             self.records.drop(file_id)
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
             gone = await store.delete_record(file_id)
-            if gone:
-                self.undeleted_records.discard(file_id)
-            else:
-                self.undeleted_records.add(file_id)
+            if not gone:  # no record to delete is as good
                 gone = self.stored_ids is not None and file_id not in self.stored_ids
-            if gone and self.stored_ids is not None:
-                self.stored_ids.discard(file_id)
+            if gone:
+                self.files.move(file_id, FileState.DELETED)
+                if self.stored_ids is not None:
+                    self.stored_ids.discard(file_id)
+            # else DELETING: `flush` deletes the record, or LangBot's retry does
             await self._clear_journal(store, file_id)
             return gone
 
@@ -468,20 +475,22 @@ class KnowledgeBaseState:
         """Retry the storage writes that failed earlier."""
         if self.meta_dirty and time.monotonic() < deadline:
             await self._save_meta(store)
-        for file_id, record in list(self.unsaved.items()):
+        for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline:
                 return
-            if await store.save_record(record):
-                self.unsaved.pop(file_id, None)
+            if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                self.files.move(file_id, None)
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
                 if not self.index_dirty:
                     await self._clear_journal(store, file_id)
-        for file_id in list(self.undeleted_records):
+        for file_id in list(self.files.of(FileState.DELETING)):
             if time.monotonic() >= deadline:
                 return
-            if file_id in self.index or await store.delete_record(file_id):
-                self.undeleted_records.discard(file_id)
+            if await store.delete_record(file_id):  # DELETING -> DELETED
+                self.files.move(file_id, FileState.DELETED)
+                if self.stored_ids is not None:
+                    self.stored_ids.discard(file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:
                 return
@@ -498,8 +507,8 @@ class KnowledgeBaseState:
                 self.orphan_segments.discard(name)
 
     def needs_upkeep(self) -> bool:
-        return bool(self.meta_dirty or self.unsaved or self.undeleted_records or self.undeleted_journals
-                    or self.journals - self.in_flight or self.index_dirty or self.pending_drops
+        return bool(self.meta_dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
+                    or self.journals or self.index_dirty or self.pending_drops
                     or (self.manifest_known and bool(self.orphan_segments))
                     or (self.loaded and self.indexing))
 
@@ -513,22 +522,22 @@ class KnowledgeBaseState:
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Settle journal entries of ingests that never committed (see the module docstring)."""
         store = KbStore(host, self.kb_id)
-        for file_id in sorted(self.journals - self.in_flight):
+        for file_id in sorted(self.journals):
             if time.monotonic() >= deadline:
                 return
-            if file_id in self.aborted:  # failed here: its vectors go, whatever storage holds
+            if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
                 if not self.fresh:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
-                self.aborted.discard(file_id)
-                await self.delete_file(store, file_id)
+                await self.delete_file(store, file_id)  # ABORTED -> DELETED
                 continue
             entry = await store.read_journal(file_id)
-            if entry is None:  # already settled (or storage cannot tell): nothing to do
-                self.journals.discard(file_id)
+            if entry is None:  # already settled (or storage cannot tell): JOURNALLED -> as it is
+                self.files.move(file_id, None)
                 continue
             if self.has_vectors is False:
                 # The KB never got its first vector (the mark is cleared right after the first
                 # upsert): touching the vector DB now could make Milvus create a wrong collection.
+                self.files.move(file_id, None)
                 await self._clear_journal(store, file_id)
                 continue
             # past Milvus' listing window the journalled count's chunk ids are read by id
@@ -536,21 +545,21 @@ class KnowledgeBaseState:
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
             if entry.chunks > 0 and len(items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
-                async with self.lock:
-                    stored = self.unsaved.get(file_id) or await store.load_record(file_id)
+                async with self.lock:  # JOURNALLED -> COMMITTED (or UNSAVED)
+                    if self.files.state(file_id) is not FileState.JOURNALLED:
+                        continue  # deleted (or settled) meanwhile
+                    stored = await store.load_record(file_id)
                     record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
                     await self._index([record])
                     self.to_index.pop(file_id, None)
                     saved = stored is record or await store.save_record(record)
-                    if saved:
-                        self.unsaved.pop(file_id, None)
-                    else:
-                        self.unsaved[file_id] = record
+                    self.files.move(file_id, None if saved else FileState.UNSAVED, record)
+                    if saved and self.stored_ids is not None:
+                        self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
                         await self._clear_journal(store, file_id)
                     else:
-                        self.journals.discard(file_id)  # settled here; the entry goes with the next flush
-                        self.undeleted_journals.add(file_id)
+                        self.undeleted_journals.add(file_id)  # the entry goes with the next flush
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
             else:
@@ -590,7 +599,7 @@ class KnowledgeBaseState:
         """Whether vectors of this file may be an answer: it is indexed, or the index is not
         complete yet. Once it is, vectors of a file nothing names are what a failed ingest could
         not remove (storage and the vector DB failed at once): never answers."""
-        return self.indexing or file_id in self.index or file_id in self.unsaved
+        return self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
@@ -619,7 +628,7 @@ class KnowledgeBaseState:
 
     # ================================================================ internals
     async def _clear_journal(self, store: KbStore, file_id: str) -> None:
-        self.journals.discard(file_id)
+        """Delete the file's journal entry (its state was moved by the caller)."""
         if await store.delete_journal(file_id):
             self.undeleted_journals.discard(file_id)
         else:
@@ -648,7 +657,7 @@ class KnowledgeBaseState:
         in O(chunks of the file); None where the record is gone (the index then finds them)."""
         out: dict[str, list[TokenizedChunk] | None] = {}
         for file_id in file_ids:
-            record = self.unsaved.get(file_id) or self.records.get(file_id)
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
             if record is None and store is not None:
                 record = await store.load_record(file_id)
             out[file_id] = None if record is None else await run_blocking(_tokenize_record, record)
@@ -672,7 +681,7 @@ class KnowledgeBaseState:
                 if not await store.save_index_segment(name, self.pending_segments[name]):
                     self.index_dirty = True
                     return False
-                del self.pending_segments[name]
+                self.pending_segments.pop(name, None)  # (a rebuild may have dropped it meanwhile)
             if self.pending_manifest is not None:
                 if not await store.save_index_manifest(self.pending_manifest):
                     self.index_dirty = True

@@ -16,8 +16,7 @@ BATCH = 25
 # an ingest FAILS while storage is down and its rollback fails too; no journal entry names its
 # vectors, so after a restart they are stray (or adopted by discovery when storage is empty).
 # Removing them needs the sliced vector-DB sweep. strict: the seed must still fail.
-KNOWN_OPEN = {144: "stray vectors of a failed ingest (rollback and storage failed)",
-              224: "discovery adopts a failed ingest's vectors (rollback and storage failed)"}
+KNOWN_OPEN = {224: "discovery adopts a failed ingest's vectors (rollback and storage failed)"}
 
 
 @pytest.fixture(autouse=True)

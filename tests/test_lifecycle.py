@@ -3,11 +3,13 @@ failed on main at 49f9afa (what went wrong is in its docstring)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.records import chunk_uuid
-from lucidrag.state.storage_keys import index_manifest_key, index_segment_key
+from lucidrag.state.storage_keys import file_record_key, index_manifest_key, index_segment_key
 from lucidrag.state.store import JournalEntry, KbStore
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import hash_embed
@@ -59,3 +61,41 @@ async def test_a_first_ingest_with_a_failed_key_listing_leaves_milvus_collection
     result = await harness.ingest(KB, "solar.txt", SOLAR)
     assert result.status == DocumentStatus.COMPLETED, result.error_message
     assert host.dims[KB] == 64
+
+
+async def test_a_file_deleted_while_a_restart_indexes_it_stays_deleted(harness: Harness, host: FakePlugin):
+    """#4: `continue_indexing` read records outside the lock and indexed them under it, so a file
+    deleted in between was indexed (and persisted) again: keyword search returned it."""
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    del host.storage[index_manifest_key(KB)]  # a restart without a snapshot indexes from the records
+    back = restarted(host)
+    reading, deleted = asyncio.Event(), asyncio.Event()
+    record_key = file_record_key(KB, solar.document_id)
+    read, remove = back.host.get_plugin_storage, back.host.delete_plugin_storage
+
+    async def slow_read(key: str) -> bytes:
+        value = await read(key)
+        if key == record_key and not reading.is_set():  # the indexing's read, not the delete's
+            reading.set()
+            await deleted.wait()  # the file is deleted between reading its record and indexing it
+        return value
+
+    async def delete_and_tell(key: str) -> None:
+        await remove(key)
+        if key == record_key:
+            deleted.set()
+
+    back.host.get_plugin_storage = slow_read  # type: ignore[method-assign]
+    back.host.delete_plugin_storage = delete_and_tell  # type: ignore[method-assign]
+
+    async def delete_when_read() -> bool:
+        await reading.wait()
+        return await back.component.delete_document(KB, solar.document_id)
+
+    _, ok = await asyncio.gather(back.retrieve(KB, "tea"), delete_when_read())
+    assert ok is True
+    assert await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"}) == []
+    assert record_key not in host.storage
+    # nor is it in the keyword index (and so in its persisted snapshot) to be filtered at query time
+    assert solar.document_id not in back.host.engine.installation("dedicated").kb(KB).index

@@ -342,7 +342,7 @@ class KnowledgeBaseState:
             records = await self.file_records(host, collection_id, batch)
             async with self.lock:  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
-                                   and self.files.is_answer(r.file_id)])
+                                   and self.files.may_index(r.file_id)])
                 for file_id in batch:
                     self.to_index.pop(file_id, None)
             changed = True

@@ -27,6 +27,9 @@ class FileState(Enum):
 # Vectors of files in these states are no answers (and no record is rebuilt from them).
 NOT_ANSWERS = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.DELETING,
                FileState.DELETED)
+# Files in these states are never put in the keyword index. (A JOURNALLED file may be: its
+# record says its ingest committed and only the journal entry outlived it.)
+NEVER_INDEXED = (FileState.INGESTING, FileState.ABORTED, FileState.DELETING, FileState.DELETED)
 
 
 class FileTable:
@@ -59,6 +62,9 @@ class FileTable:
 
     def is_answer(self, file_id: str) -> bool:
         return self._state.get(file_id) not in NOT_ANSWERS
+
+    def may_index(self, file_id: str) -> bool:
+        return self._state.get(file_id) not in NEVER_INDEXED
 
     def not_answers(self) -> NotAnswers:
         return NotAnswers(self)

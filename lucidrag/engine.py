@@ -104,7 +104,7 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         await state.ensure_loaded(host, kb_id, index_now=False)
-        if not state.fresh:  # a KB without a vector has none to delete (Milvus would create it)
+        if not state.never_had_vectors:  # it has none to delete (and Milvus would create the collection)
             try:
                 await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
             except Exception as error:  # noqa: BLE001

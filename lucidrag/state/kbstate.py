@@ -113,6 +113,12 @@ class KnowledgeBaseState:
         return len(self.index) > 0 or bool(self.to_index)
 
     @property
+    def never_had_vectors(self) -> bool:
+        """The stored meta says this KB never had a vector, and nothing here says otherwise (not
+        merely unknown, as while the meta cannot be read: `fresh` covers that too)."""
+        return self.fresh and self.has_vectors is False
+
+    @property
     def indexing(self) -> bool:
         """The keyword index does not cover every file yet (see `continue_indexing`)."""
         return bool(self.to_index) or self.discovery is not None
@@ -526,7 +532,9 @@ class KnowledgeBaseState:
             if time.monotonic() >= deadline:
                 return
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
-                if not self.fresh:
+                if self.fresh and not self.never_had_vectors:
+                    continue  # the meta is unread: whether the collection exists is unknown yet
+                if not self.never_had_vectors:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                 await self.delete_file(store, file_id)  # ABORTED -> DELETED
                 continue

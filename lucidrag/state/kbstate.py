@@ -1,8 +1,9 @@
 """The state of one knowledge base, and the only code that changes it.
 
-One `KnowledgeBaseState` exists per (installation, KB). It holds the KB's keyword index (a
-`SegmentIndex`, persisted in plugin storage as immutable segments plus a small manifest) and a
-bounded cache of `FileRecord`s (chunk order, headings, pages, parents, texts), which are read from
+One `KnowledgeBaseState` exists per (installation, KB). Each file is in one state of its
+lifecycle (`lifecycle.FileTable`; docs/DESIGN.md draws the transitions). It also holds the KB's
+keyword index (a `SegmentIndex`, persisted in plugin storage as immutable segments plus a small
+manifest) and a bounded cache of `FileRecord`s (chunk order, headings, pages, parents, texts), which are read from
 plugin storage per file when a result needs them and are never all held in memory. Everything is
 derived from the host's vector DB (the source of truth). Every mutation is a method here: an
 ingest's begin / first write / commit / abort, a file's deletion, the load after a restart,

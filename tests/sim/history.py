@@ -368,7 +368,8 @@ class Runner:
                 raise HistoryFailed(Violation("stray-vectors", f"{count} vectors of {status} file {file_id}"))
             want = doc.chunks if status == "completed" else expected_chunks(n, doc.kind)
             if status in ("completed", "interrupted") and count != want:
-                raise HistoryFailed(Violation("stray-vectors", f"{status} file {file_id} has {count} of {want} vectors"))
+                raise HistoryFailed(Violation("stray-vectors",
+                                              f"{status} file {file_id} has {count} of {want} vectors"))
 
     def _check_keys(self) -> None:
         keys = [k for k in self.host.storage if k.startswith(kb_prefix(KB))]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lucidrag.base.budget import budget, hook_budget, remaining
-from lucidrag.base.errors import VectorStoreFailure
+from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
 from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
@@ -111,18 +111,24 @@ class Engine:
 
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
-        (or did not answer in time: LangBot then keeps the file, and deleting it again is safe).
-        Once the vectors are gone it returns within the hook's time: the record and index
-        writes that do not fit are retried by later hooks."""
+        (or did not answer in time: LangBot then keeps the file, and deleting it again is safe), and
+        PluginStorageFailure if the file's record could not be removed in the hook's time: True
+        only once the deletion survives a restart. Index writes that do not fit are retried by
+        later hooks."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         with hook_budget("delete"):
             await state.ensure_loaded(host, kb_id, index_now=False)
-            try:
-                await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
-            except Exception as error:  # noqa: BLE001
-                raise VectorStoreFailure(f"The vector database did not delete the file: {describe(error)}") from error
-            await state.delete_file(KbStore(host, kb_id), document_id)
+            if not state.never_had_vectors:  # it has none to delete (and Milvus would create the collection)
+                try:
+                    await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+                except Exception as error:  # noqa: BLE001
+                    raise VectorStoreFailure(
+                        f"The vector database did not delete the file: {describe(error)}") from error
+            if not await state.delete_file(KbStore(host, kb_id), document_id):
+                # True now would let the file come back after a restart (its record is still stored)
+                raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record; "
+                                           "delete the file again")
             logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
             await self._upkeep(host, inst, "delete")
 

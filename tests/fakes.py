@@ -199,6 +199,14 @@ class FakeHost:
                                        default_dim=1536, list_window=16384)
         return cls(**{**options, **kwargs})
 
+    @classmethod
+    def pgvector(cls, **kwargs: Any) -> FakeHost:
+        """Like LangBot 4.11.2's pgvector adapter: cosine distance, only text / file_id / uuid
+        kept (so filters on other fields are dropped), no collection created by touching it."""
+        options: dict[str, Any] = dict(metric="cosine_distance", keep_metadata=("text", "file_id", "uuid"),
+                                       strip_filters=True)
+        return cls(**{**options, **kwargs})
+
     def _host_filter(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
         """What of a filter reaches the backend: Milvus keeps top-level clauses on kept fields."""
         if not filters or not self.strip_filters:

@@ -11,6 +11,7 @@ import threading
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
+from lucidrag.state.storage_keys import index_manifest_key
 from tests.conftest import FakePlugin, Harness
 from tests.reference_bm25 import BM25Index
 
@@ -109,29 +110,32 @@ async def test_an_ingest_that_finished_but_lost_its_bookkeeping_is_adopted_after
     assert host.vectors_of(KB, solar.document_id)
 
 
-async def test_first_call_after_a_restart_is_an_ingest_whose_record_cannot_be_saved(harness: Harness, host):
+async def test_an_ingest_whose_record_cannot_be_saved_fails_instead_of_vanishing_at_the_next_restart(harness: Harness, host):
+    """Issue 17 #2: COMPLETED means a restart still knows the file. Storage already names other
+    files (so a restart trusts it) and now fails every write: no record, no journal entry."""
     await harness.ingest(KB, "tea.txt", TEA)
     back = restarted(host)
-    back.host.fail("set_plugin_storage")  # storage writes fail for a while
+    back.host.fail("set_plugin_storage")
     solar = await back.ingest(KB, "solar.txt", SOLAR)
-    assert solar.status == DocumentStatus.COMPLETED
-    texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
-    assert texts and "42 kilowatts" in texts[0], "the file is in the keyword index although storage failed"
+    assert solar.status == DocumentStatus.FAILED and "plugin storage" in solar.error_message
+    assert {m["file_id"] for m in host.vectors_of(KB)} == {next(iter(host.vectors_of(KB)))["file_id"]}
     back.host.faults.clear()
-    await back.retrieve(KB, "anything")  # a later request saves what could not be saved
     again = restarted(host)
-    texts = await again.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
-    assert texts and "42 kilowatts" in texts[0]
-    await again.component.on_knowledge_base_delete(KB)
-    assert host.vector_count(KB) == 0
+    assert await again.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"}) == []
+    solar = await again.ingest(KB, "solar.txt", SOLAR)  # uploaded again once storage works
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts",
+                                                           settings={"search_mode": "keyword"}))[0]
 
 
-async def test_the_new_kb_mark_is_cleared_even_when_storage_failed_during_the_first_ingest(harness: Harness, host):
+async def test_a_first_ingest_that_cannot_clear_the_new_kb_mark_fails_and_leaves_the_kb_usable(harness: Harness, host):
+    """Issue 17 #2: with "never had a vector" stored and not clearable, a restart would take the KB
+    for empty and never look at the file's vectors: the ingest fails instead of a lost COMPLETED."""
     await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     host.fail("set_plugin_storage")
-    await harness.ingest(KB, "solar.txt", SOLAR)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED and host.vector_count(KB) == 0
     host.faults.clear()
-    await harness.retrieve("kb-other", "anything")  # any later request of the installation retries
+    await harness.ingest(KB, "solar.txt", SOLAR)
     back = restarted(host)
     texts = await back.texts(KB, "How many kilowatts does the solar array produce?")
     assert texts and "42 kilowatts" in texts[0]
@@ -189,16 +193,12 @@ async def test_loading_and_deleting_never_tokenise_or_reindex_on_the_event_loop(
     assert on_loop == []
 
 
-async def test_repair_rebuilds_a_kb_that_storage_wrongly_calls_new(harness: Harness, host):
-    """The documented limit of the "no vectors yet" mark: the repair action undoes it."""
+async def test_repair_rebuilds_a_kb_whose_records_storage_lost(harness: Harness, host):
     await harness.ingest(KB, "solar.txt", SOLAR)
-    from lucidrag.state.store import KbMeta, KbStore
-
-    await KbStore(host, KB).save_meta(KbMeta(None, False))  # a stale mark, as if every write had failed
     for key in [k for k in host.storage if "/file/" in k]:
         del host.storage[key]
+    host.storage.pop(index_manifest_key(KB))
     back = restarted(host)
-    assert await back.texts(KB, "solar array kilowatts") == []
     state = back.host.engine.installation("dedicated").kb(KB)
     assert await state.rebuild_from_vector_db(back.host, KB) == 1
     assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts"))[0]

@@ -43,6 +43,11 @@ class VectorStoreFailure(LucidRagError):
     """The host's vector database refused or failed an operation."""
 
 
+class PluginStorageFailure(LucidRagError):
+    """LangBot's plugin storage failed a write that had to succeed (a deletion or a commit that
+    would not survive a restart otherwise)."""
+
+
 class HostUnavailable(LucidRagError):
     """A transient host failure (timeout, connection) that outlived our retries."""
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.errors import LucidRagError, ParseError, VectorStoreFailure
+from lucidrag.base.errors import LucidRagError, ParseError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document
@@ -48,7 +48,6 @@ class IngestRequest:
 class IngestOutcome:
     chunks: int
     format: str
-    record_saved: bool
 
 
 
@@ -110,7 +109,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         if state.metric is None:
             await _calibrate(host, state, store, request, record, vectors)
     except BaseException as error:
-        removed = await _rollback(host, request)
+        # On a KB that never had a vector, a delete could create the collection with the wrong
+        # dimension (Milvus): the journal entry stays and reconciliation settles it instead.
+        removed = False if state.fresh else await _rollback(host, request)
         await state.abort_ingest(store, request.document_id, removed)
         if isinstance(error, LucidRagError) or not isinstance(error, Exception):
             raise
@@ -119,10 +120,16 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "vector database in LangBot's settings and upload the file again."
         ) from error
 
-    saved = await state.commit_ingest(store, record)
+    if not await state.commit_ingest(store, record):
+        removed = await _rollback(host, request)
+        await state.abort_ingest(store, request.document_id, removed)
+        raise PluginStorageFailure(
+            "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "
+            "restart. Nothing was kept; upload the file again."
+        )
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
-    return IngestOutcome(len(record.chunks), record.format, saved)
+    return IngestOutcome(len(record.chunks), record.format)
 
 
 async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:

@@ -1,8 +1,9 @@
 """The state of one knowledge base, and the only code that changes it.
 
-One `KnowledgeBaseState` exists per (installation, KB). It holds the KB's keyword index (a
-`SegmentIndex`, persisted in plugin storage as immutable segments plus a small manifest) and a
-bounded cache of `FileRecord`s (chunk order, headings, pages, parents, texts), which are read from
+One `KnowledgeBaseState` exists per (installation, KB). Each file is in one state of its
+lifecycle (`lifecycle.FileTable`; docs/DESIGN.md draws the transitions). It also holds the KB's
+keyword index (a `SegmentIndex`, persisted in plugin storage as immutable segments plus a small
+manifest) and a bounded cache of `FileRecord`s (chunk order, headings, pages, parents, texts), which are read from
 plugin storage per file when a result needs them and are never all held in memory. Everything is
 derived from the host's vector DB (the source of truth). Every mutation is a method here: an
 ingest's begin / first write / commit / abort, a file's deletion, the load after a restart,
@@ -32,7 +33,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,8 +42,9 @@ from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
+from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
-from lucidrag.state.records import ChunkRecord, FileRecord, merge_rebuilt
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
     JournalEntry,
@@ -53,7 +55,7 @@ from lucidrag.state.store import (
     list_keys,
 )
 from lucidrag.vectors.scoring import Metric
-from lucidrag.vectors.vectorscan import FileDiscovery, file_vectors
+from lucidrag.vectors.vectorscan import LIST_WINDOW, FileDiscovery, file_vectors
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ LOAD_CONCURRENCY = 8  # storage reads in flight while loading records or segment
 INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
+COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
 
 
 @dataclass
@@ -81,26 +84,29 @@ class KnowledgeBaseState:
     persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
-    in_flight: set[str] = field(default_factory=set)  # ingests of this process past begin_ingest
-    journals: set[str] = field(default_factory=set)  # journal entries of earlier processes
+    files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
+    journalled: set[str] = field(default_factory=set)  # INGESTING files whose journal entry stands
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     discovery: FileDiscovery | None = None  # file ids still being looked for in the vector DB
     look_in_vector_db: bool = False  # storage knows no file: the vector DB is to be listed
     trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
     adopted: dict[str, ChunkRecord] = field(default_factory=dict)  # vector hits without a record
-    # storage writes that failed, retried by `flush`
-    unsaved: dict[str, FileRecord] = field(default_factory=dict)
-    undeleted_records: set[str] = field(default_factory=set)
-    undeleted_journals: set[str] = field(default_factory=set)
+    undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     meta_dirty: bool = False
+    # the stored meta says (or may still say) "never had a vector": a restart would not look for
+    # files in the vector DB, nor adopt journalled ones
+    empty_mark_stored: bool = False
+    meta_unknown: bool = False  # the stored meta exists (or may) but could not be read yet
     index_dirty: bool = False
     pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
+    live_segments: set[str] = field(default_factory=set)  # named by the stored manifest, as last read or written
     manifest_known: bool = False  # the stored manifest was read or written by this process
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
+    indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
     # ================================================================ reads
     def known_files(self) -> set[str]:
@@ -111,14 +117,35 @@ class KnowledgeBaseState:
         return len(self.index) > 0 or bool(self.to_index)
 
     @property
+    def never_had_vectors(self) -> bool:
+        """The stored meta says this KB never had a vector, and nothing here says otherwise (not
+        merely unknown, as while the meta cannot be read: `fresh` covers that too)."""
+        return self.fresh and self.has_vectors is False
+
+    @property
     def indexing(self) -> bool:
         """The keyword index does not cover every file yet (see `continue_indexing`)."""
         return bool(self.to_index) or self.discovery is not None
 
     @property
-    def unsettled(self) -> set[str]:
-        """Files whose vectors may be incomplete: ingests running now or cut short by a crash."""
-        return self.journals | self.in_flight
+    def unsettled(self) -> NotAnswers:
+        """Files whose vectors are no answers: ingests running here, journalled by a dead process
+        or failed, and files deleted by this process (lifecycle.NOT_ANSWERS)."""
+        return self.files.not_answers()
+
+    @property
+    def in_flight(self) -> set[str]:
+        return set(self.files.of(FileState.INGESTING))
+
+    @property
+    def journals(self) -> set[str]:
+        """Files whose vectors `reconcile` settles: journalled by a dead process, or failed here."""
+        return set(self.files.of(FileState.JOURNALLED)) | set(self.files.of(FileState.ABORTED))
+
+    @property
+    def unsaved(self) -> Mapping[str, FileRecord | None]:
+        """Committed files whose record `flush` still has to write (file id -> record)."""
+        return self.files.of(FileState.UNSAVED)
 
     async def keyword_search(self, query: str, top_k: int, file_ids: set[str] | None = None) -> list[KeywordHit]:
         async with self.index_guard:
@@ -130,7 +157,7 @@ class KnowledgeBaseState:
         out: dict[str, FileRecord] = {}
         missing: list[str] = []
         for file_id in dict.fromkeys(file_ids):
-            record = self.unsaved.get(file_id) or self.records.get(file_id)
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
             if record is not None:
                 out[file_id] = record
             else:
@@ -144,7 +171,7 @@ class KnowledgeBaseState:
             for record in stored.values():
                 self.records.put(record)
                 out[record.file_id] = record
-        lost = [f for f in missing if f not in out and f not in self.unsettled]
+        lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
         if lost and not self.fresh:
             for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
                                                 LOAD_CONCURRENCY):
@@ -154,6 +181,8 @@ class KnowledgeBaseState:
                 if previous is not None:  # a repair re-reads the vectors: never make the record worse
                     record = await run_blocking(merge_rebuilt, previous, record)
                 out[record.file_id] = record
+                if not self.files.is_answer(record.file_id):
+                    continue  # e.g. deleted while its vectors were read: nothing may bring it back
                 if record is previous:
                     self.records.put(record)
                     continue
@@ -164,7 +193,7 @@ class KnowledgeBaseState:
                     if self.stored_ids is not None:
                         self.stored_ids.add(record.file_id)
                 else:
-                    self.unsaved[record.file_id] = record
+                    self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
@@ -182,23 +211,32 @@ class KnowledgeBaseState:
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
         once per process for this KB, so bulk uploads cost one listing, not one per file."""
-        if file_id in self.index or file_id in self.in_flight or file_id in self.journals or file_id in self.to_index:
+        if file_id in self.index or file_id in self.files or file_id in self.to_index:
             return True
         if self.stored_ids is None:
             snapshot = await list_keys(store.host)
             if snapshot is None:
-                return True  # unknown: assume it may exist (deleting first is always safe here)
+                # Unknown: deleting first is safe only where the collection surely exists (on a
+                # KB without vectors, Milvus would create it with dimension 1536). LangBot gives
+                # every upload a new id, so a skipped delete costs nothing in practice.
+                return self.has_vectors is True and not self.fresh
             self.seed(snapshot)
-        return file_id in (self.stored_ids or ()) or file_id in self.journals
+        return file_id in (self.stored_ids or ()) or file_id in self.files
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this
         process already knows (every later change of this KB went through this object)."""
         if self.stored_ids is None:
-            self.stored_ids = set(snapshot.record_ids(self.kb_id))
-            self.journals |= set(snapshot.journal_ids(self.kb_id)) - self.in_flight
-            self.orphan_segments |= set(snapshot.index_segments(self.kb_id))
+            self.stored_ids = set(snapshot.record_ids(self.kb_id)) - set(self.files.of(FileState.DELETED))
+            for file_id in snapshot.journal_ids(self.kb_id):
+                if file_id not in self.files:  # this process knows better about its own files
+                    self.files.move(file_id, FileState.JOURNALLED)
+            # segments the live manifest names are not orphans, whenever the listing comes
+            self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self.live_segments
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
+            if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
+                indexed = self.index.file_ids()
+                self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
 
     # ================================================================ loading
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True) -> None:
@@ -209,21 +247,29 @@ class KnowledgeBaseState:
                 if not self.loaded:
                     await self._load(host)
                     self.loaded = True
+        if self.meta_unknown and self.has_vectors is None:
+            await self._reread_meta(host)
         if index_now and self.look_in_vector_db and not self.fresh:
             # Not from an ingest: listing a collection that does not exist yet makes LangBot's
             # Milvus adapter create it with dimension 1536.
             self.look_in_vector_db = False
             self.discovery = FileDiscovery()
         if index_now and self.indexing and not self.fresh:
-            await self.continue_indexing(host, collection_id, time.monotonic() + FIRST_LOAD_BUDGET_S)
+            try:
+                await self.continue_indexing(host, collection_id, time.monotonic() + FIRST_LOAD_BUDGET_S)
+            except Exception as error:  # noqa: BLE001 - later hooks continue; this one answers from vectors
+                logger.warning("kb=%s: indexing could not continue now (%s)", self.kb_id, describe(error))
 
     async def _load(self, host: HostApi) -> None:
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
+        if meta is None and self.has_vectors is not True:
+            # missing, or storage failed: only a listing tells (a mark we cannot read may say "empty")
+            listing = await list_keys(host)
+            self.meta_unknown = listing is None or listing.has_meta(self.kb_id)
+            self.empty_mark_stored = self.meta_unknown
         if meta is not None:
-            self.metric = self.metric or meta.metric
-            if self.has_vectors is None:  # what this process learnt is newer than storage
-                self.has_vectors = meta.has_vectors
+            self._apply_meta(meta)
         if self.stored_ids is None:
             snapshot = await list_keys(host)
             if snapshot is not None:
@@ -237,7 +283,7 @@ class KnowledgeBaseState:
             self.orphan_segments -= set(self.pending_segments)
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
-                gone = sorted(indexed - self.stored_ids - self.in_flight - self.journals)
+                gone = sorted(indexed - self.stored_ids - set(self.files))
                 if len(gone) > max(16, len(indexed) // 2):
                     # Not a few deletes the snapshot missed: it belongs to other records. Removing
                     # files one by one without their terms would cost more than indexing afresh.
@@ -251,13 +297,30 @@ class KnowledgeBaseState:
                 self.index_dirty = self.index_dirty or bool(gone)
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not len(self.index) and not self.to_index:
-            if self.has_vectors is False:
-                self.fresh = True
+            if self.has_vectors is False or (self.meta_unknown and self.has_vectors is None):
+                self.fresh = True  # (while the mark is unread, as if it said so: `_reread_meta`)
             elif self.stored_ids is not None:  # storage has nothing: look in the vector DB (`ensure_loaded`)
                 self.look_in_vector_db = True
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
                     len(self.index), len(self.to_index), ", files to find in the vector DB" if self.discovery else "")
+
+    def _apply_meta(self, meta: KbMeta) -> None:
+        self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
+        self.metric = self.metric or meta.metric
+        if self.has_vectors is None:  # what this process learnt is newer than storage
+            self.has_vectors = meta.has_vectors
+
+    async def _reread_meta(self, host: HostApi) -> None:
+        """The meta could not be read at load: try again (one read per hook until it answers)."""
+        meta = await KbStore(host, self.kb_id).load_meta()
+        if meta is None:
+            return
+        self.meta_unknown = False
+        self._apply_meta(meta)
+        if self.fresh and self.has_vectors is not False:
+            self.fresh = False
+            self.look_in_vector_db = not self.has_files() and self.stored_ids is not None
 
     async def _load_index_snapshot(self, store: KbStore) -> SegmentIndex | None:
         manifest = await store.load_index_manifest()
@@ -273,27 +336,34 @@ class KnowledgeBaseState:
             logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
                            self.kb_id, error)
             return None
-        self.orphan_segments -= set(names)
+        self.live_segments = set(names)
+        self.orphan_segments -= self.live_segments
         self.manifest_known = True
         return index
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),
         a batch at a time until `deadline`; then persist what changed."""
+        async with self.indexing_lock:
+            await self._continue_indexing(host, collection_id, deadline)
+
+    async def _continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         changed = False
         while self.indexing and time.monotonic() < deadline:
-            if not self.to_index and self.discovery is not None:
-                found = await with_retries(lambda: self.discovery.step(host, collection_id))
-                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index)))
-                if self.discovery.done:
+            discovery = self.discovery
+            if not self.to_index and discovery is not None:
+                found = await with_retries(lambda: discovery.step(host, collection_id))
+                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
+                                                          and self.files.is_answer(f))))
+                if discovery.done and self.discovery is discovery:
                     self.discovery = None
                     self.trust_records = True
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
-            async with self.lock:
+            async with self.lock:  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
-                                   and r.file_id not in self.in_flight])
+                                   and self.files.may_index(r.file_id)])
                 for file_id in batch:
                     if file_id in records or remaining() > 0:  # unread for lack of time: next slice
                         self.to_index.pop(file_id, None)
@@ -307,8 +377,10 @@ class KnowledgeBaseState:
     # ================================================================ ingest
     async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> None:
         """Called before the first vector of `file_id` is written."""
-        self.in_flight.add(file_id)
-        if not await store.write_journal(JournalEntry(file_id, chunks)):
+        self.files.move(file_id, FileState.INGESTING)
+        if await store.write_journal(JournalEntry(file_id, chunks)):
+            self.journalled.add(file_id)
+        else:
             logger.warning("kb=%s doc=%s: no ingest journal (plugin storage failed): a crash during this "
                            "ingest could leave vectors behind", self.kb_id, file_id)
 
@@ -318,81 +390,129 @@ class KnowledgeBaseState:
         self.fresh = False
         if self.has_vectors is not True:
             self.has_vectors = True
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, True))
+            await self._save_meta(store)
 
     async def set_metric(self, store: KbStore, metric: Metric) -> None:
         self.metric = metric
         self.has_vectors = True
-        self.meta_dirty = not await store.save_meta(KbMeta(metric, True))
+        await self._save_meta(store)
 
     async def commit_ingest(self, store: KbStore, record: FileRecord) -> bool:
-        """The file's vectors are all written: remember it. Returns whether the record was saved."""
+        """The file's vectors are all written: make it known, durably. Returns False, changing
+        nothing, when nothing in plugin storage would name the file after a restart (then the
+        ingest must not report COMPLETED: the caller rolls it back).
+
+        Durable before: the journal entry (if its write succeeded). Durable after: the record (or,
+        if that write failed, the journal entry, which a restart adopts from the vectors), and the
+        KB's "has vectors" mark. A host whose storage never held anything of this KB needs
+        neither: a restart finds every file in the vector DB (`look_in_vector_db`)."""
         file_id = record.file_id
         async with self.lock:
-            saved = await store.save_record(record)
+            saved = False
+            for _ in range(COMMIT_SAVE_ATTEMPTS):
+                if await store.save_record(record):
+                    saved = True
+                    break
+            if self.meta_dirty:
+                await self._save_meta(store)
+            if not self._durable(file_id, saved):
+                return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
             if saved:
-                self.unsaved.pop(file_id, None)
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
                 self.look_in_vector_db = False  # as after a load: storage knows files, trust it
+                self.files.move(file_id, None)  # COMMITTED
             else:
-                self.unsaved[file_id] = record  # kept in memory until `flush` saves it
-            self.undeleted_records.discard(file_id)
+                self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
             self.to_index.pop(file_id, None)
             persisted = await self._persist_index(store)
             if saved and persisted:
                 await self._clear_journal(store, file_id)
             # else the journal entry stays: a restart adopts the file (and indexes it)
-            self.in_flight.discard(file_id)
-        return saved
+            self.journalled.discard(file_id)
+        return True
+
+    def _durable(self, file_id: str, saved: bool) -> bool:
+        """Whether a restart will know this committed file (see `commit_ingest`)."""
+        if saved:
+            return True  # a record that the snapshot lacks is indexed at load
+        if self.empty_mark_stored:
+            return False  # a restart takes the KB for empty: it neither adopts nor looks
+        return file_id in self.journalled or self._storage_is_empty()
+
+    def _storage_is_empty(self) -> bool:
+        """Plugin storage holds no record and no index of this KB: a restart lists the vector DB
+        to find the files (`_load`)."""
+        return self.stored_ids is not None and not self.stored_ids and not self.manifest_known
+
+    async def _save_meta(self, store: KbStore) -> None:
+        saved = await store.save_meta(KbMeta(self.metric, self.has_vectors))
+        self.meta_dirty = not saved
+        if saved and self.has_vectors:
+            self.empty_mark_stored = False
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
         next reconciliation deletes them."""
-        self.in_flight.discard(file_id)
+        self.journalled.discard(file_id)
         if vectors_removed:
+            self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
             await self._clear_journal(store, file_id)
         else:
-            self.journals.add(file_id)
+            self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
+            # A restart must not take a complete set of vectors for a commit whose bookkeeping was
+            # lost: the entry now says "nothing confirmed written" (best effort).
+            await store.write_journal(JournalEntry(file_id, 0))
 
     # ================================================================ delete
-    async def delete_file(self, store: KbStore, file_id: str) -> None:
-        """Forget a file whose vectors were deleted: the index first (and its snapshot), so that a
-        crash after this never brings the file's text back, then its record."""
+    async def delete_file(self, store: KbStore, file_id: str) -> bool:
+        """Forget a file whose vectors were deleted. Returns whether the deletion is durable: no
+        record of the file is left in plugin storage (a stored record would bring the file back
+        after a restart; a stale index snapshot alone cannot, `_load` drops files without one).
+
+        Durable before: nothing (the vectors are gone). After: the record is gone; the index
+        snapshot and journal entry follow as soon as storage takes them (`flush`)."""
         async with self.lock:
+            self.files.move(file_id, FileState.DELETING)
             await self._unindex(store, file_id)
-            self.unsaved.pop(file_id, None)
             self.records.drop(file_id)
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
-            if self.stored_ids is not None:
-                self.stored_ids.discard(file_id)
-            if not await store.delete_record(file_id):
-                self.undeleted_records.add(file_id)
+            gone = await store.delete_record(file_id)
+            if not gone:  # no record to delete is as good
+                gone = self.stored_ids is not None and file_id not in self.stored_ids
+            if gone:
+                self.files.move(file_id, FileState.DELETED)
+                if self.stored_ids is not None:
+                    self.stored_ids.discard(file_id)
+            # else DELETING: `flush` deletes the record, or LangBot's retry does
             await self._clear_journal(store, file_id)
+            return gone
 
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:
         """Retry the storage writes that failed earlier."""
         if self.meta_dirty and time.monotonic() < deadline:
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, self.has_vectors))
-        for file_id, record in list(self.unsaved.items()):
+            await self._save_meta(store)
+        for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline:
                 return
-            if await store.save_record(record):
-                self.unsaved.pop(file_id, None)
+            if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                self.files.move(file_id, None)
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
                 if not self.index_dirty:
                     await self._clear_journal(store, file_id)
-        for file_id in list(self.undeleted_records):
+        for file_id in list(self.files.of(FileState.DELETING)):
             if time.monotonic() >= deadline:
                 return
-            if file_id in self.index or await store.delete_record(file_id):
-                self.undeleted_records.discard(file_id)
+            if await store.delete_record(file_id):  # DELETING -> DELETED
+                self.files.move(file_id, FileState.DELETED)
+                if self.stored_ids is not None:
+                    self.stored_ids.discard(file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:
                 return
@@ -423,8 +543,8 @@ class KnowledgeBaseState:
         return kind == "file" and ident in (self.in_flight | self.journals | set(self.unsaved))
 
     def needs_upkeep(self) -> bool:
-        return bool(self.meta_dirty or self.unsaved or self.undeleted_records or self.undeleted_journals
-                    or self.journals - self.in_flight or self.index_dirty or self.pending_drops
+        return bool(self.meta_dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
+                    or self.journals or self.index_dirty or self.pending_drops
                     or (self.manifest_known and bool(self.orphan_segments))
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))
@@ -439,36 +559,46 @@ class KnowledgeBaseState:
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Settle journal entries of ingests that never committed (see the module docstring)."""
         store = KbStore(host, self.kb_id)
-        for file_id in sorted(self.journals - self.in_flight):
+        for file_id in sorted(self.journals):
             if time.monotonic() >= deadline:
                 return
+            if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
+                if self.fresh and not self.never_had_vectors:
+                    continue  # the meta is unread: whether the collection exists is unknown yet
+                if not self.never_had_vectors:
+                    await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                await self.delete_file(store, file_id)  # ABORTED -> DELETED
+                continue
             entry = await store.read_journal(file_id)
-            if entry is None:  # already settled (or storage cannot tell): nothing to do
-                self.journals.discard(file_id)
+            if entry is None:  # already settled (or storage cannot tell): JOURNALLED -> as it is
+                self.files.move(file_id, None)
                 continue
             if self.has_vectors is False:
                 # The KB never got its first vector (the mark is cleared right after the first
                 # upsert): touching the vector DB now could make Milvus create a wrong collection.
+                self.files.move(file_id, None)
                 await self._clear_journal(store, file_id)
                 continue
-            items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f))
+            # past Milvus' listing window the journalled count's chunk ids are read by id
+            ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
+            items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
             if entry.chunks > 0 and len(items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
-                async with self.lock:
-                    stored = self.unsaved.get(file_id) or await store.load_record(file_id)
+                async with self.lock:  # JOURNALLED -> COMMITTED (or UNSAVED)
+                    if self.files.state(file_id) is not FileState.JOURNALLED:
+                        continue  # deleted (or settled) meanwhile
+                    stored = await store.load_record(file_id)
                     record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
                     await self._index([record])
                     self.to_index.pop(file_id, None)
                     saved = stored is record or await store.save_record(record)
-                    if saved:
-                        self.unsaved.pop(file_id, None)
-                    else:
-                        self.unsaved[file_id] = record
+                    self.files.move(file_id, None if saved else FileState.UNSAVED, record)
+                    if saved and self.stored_ids is not None:
+                        self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
                         await self._clear_journal(store, file_id)
                     else:
-                        self.journals.discard(file_id)  # settled here; the entry goes with the next flush
-                        self.undeleted_journals.add(file_id)
+                        self.undeleted_journals.add(file_id)  # the entry goes with the next flush
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
             else:
@@ -481,7 +611,12 @@ class KnowledgeBaseState:
     async def rebuild_from_vector_db(self, host: HostApi, collection_id: str, deadline: float = math.inf) -> bool:
         """Repair: forget the keyword index and the "no vectors yet" mark and derive everything
         from the vector DB again, file by file (records are rebuilt from the vectors and saved).
-        Runs until `deadline`; later hooks continue. Returns whether it finished."""
+        Runs until `deadline`; later hooks continue. Returns whether it finished. A KB whose
+        stored meta says it never had a vector, and that knows no file, has nothing to rebuild:
+        listing its collection would make Milvus create it with the wrong dimension."""
+        await self.ensure_loaded(host, collection_id, index_now=False)
+        if self.fresh and not self.has_files():
+            return True
         async with self.lock:
             async with self.index_guard:
                 old = await run_blocking(self.index.take_changes)
@@ -495,13 +630,21 @@ class KnowledgeBaseState:
                 self.pending_drops |= set(SegmentIndex.manifest_segment_names(old.manifest))
             store = KbStore(host, self.kb_id)
             self.fresh, self.has_vectors, self.loaded = False, True, True
-            self.meta_dirty = not await store.save_meta(KbMeta(self.metric, True))
+            await self._save_meta(store)
         await self.continue_indexing(host, collection_id, deadline)
         return not self.indexing
+
+    def may_know(self, file_id: str) -> bool:
+        """Whether vectors of this file may be an answer: it is indexed, or the index is not
+        complete yet. Once it is, vectors of a file nothing names are what a failed ingest could
+        not remove (storage and the vector DB failed at once): never answers."""
+        return self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
         metadata so it can be returned with text and citation."""
+        if not self.may_know(str((result.get("metadata") or {}).get("file_id") or "")):
+            return None
         chunk_id = str(result["id"])
         known = self.adopted.get(chunk_id)
         if known is not None:
@@ -524,7 +667,7 @@ class KnowledgeBaseState:
 
     # ================================================================ internals
     async def _clear_journal(self, store: KbStore, file_id: str) -> None:
-        self.journals.discard(file_id)
+        """Delete the file's journal entry (its state was moved by the caller)."""
         if await store.delete_journal(file_id):
             self.undeleted_journals.discard(file_id)
         else:
@@ -553,7 +696,7 @@ class KnowledgeBaseState:
         in O(chunks of the file); None where the record is gone (the index then finds them)."""
         out: dict[str, list[TokenizedChunk] | None] = {}
         for file_id in file_ids:
-            record = self.unsaved.get(file_id) or self.records.get(file_id)
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
             if record is None and store is not None:
                 record = await store.load_record(file_id)
             out[file_id] = None if record is None else await run_blocking(_tokenize_record, record)
@@ -577,11 +720,12 @@ class KnowledgeBaseState:
                 if not await store.save_index_segment(name, self.pending_segments[name]):
                     self.index_dirty = True
                     return False
-                del self.pending_segments[name]
+                self.pending_segments.pop(name, None)  # (a rebuild may have dropped it meanwhile)
             if self.pending_manifest is not None:
                 if not await store.save_index_manifest(self.pending_manifest):
                     self.index_dirty = True
                     return False
+                self.live_segments = set(SegmentIndex.manifest_segment_names(self.pending_manifest))
                 self.pending_manifest = None
                 self.manifest_known = True
             self.index_dirty = False

@@ -78,6 +78,9 @@ class KeySnapshot:
     def index_segments(self, kb_id: str) -> list[str]:
         return sorted(self.groups.get((kb_id, "kw/seg"), ()))
 
+    def has_meta(self, kb_id: str) -> bool:
+        return meta_key(kb_id) in self.keys
+
     def pending_kb_deletes(self) -> list[str]:
         return pending_kb_deletes(list(self.keys))
 

@@ -6,6 +6,7 @@ seen yet (`file_id $nin`). All functions may raise the host's errors; callers de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lucidrag.base.host import HostApi
@@ -14,17 +15,28 @@ LIST_PAGE = 500
 LIST_WINDOW = 16384  # Milvus refuses a query with offset + limit beyond this
 
 
-async def file_vectors(host: HostApi, collection_id: str, file_id: str) -> list[dict[str, Any]]:
-    """Every stored item of one file."""
+async def file_vectors(host: HostApi, collection_id: str, file_id: str,
+                       chunk_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every stored item of one file. Offset pages reach LIST_WINDOW items at most (Milvus' query
+    window); a file with more is read on by id: those of `chunk_ids` (the file's deterministic
+    chunk ids, when known) not listed yet, LIST_PAGE ids per call (`uuid $in`)."""
     out: list[dict[str, Any]] = []
     offset = 0
-    while offset + LIST_PAGE <= LIST_WINDOW:
+    while True:
+        if offset + LIST_PAGE > LIST_WINDOW:
+            break  # the window is full: the rest only by id
         page = await host.vector_list(collection_id, filters={"file_id": file_id}, limit=LIST_PAGE, offset=offset)
         batch = (page or {}).get("items") or []
         out.extend(batch)
         if len(batch) < LIST_PAGE:
-            break
+            return out
         offset += len(batch)
+    seen = {str(item.get("id")) for item in out}
+    rest = [c for c in chunk_ids if c not in seen]
+    for start in range(0, len(rest), LIST_PAGE):
+        ids = rest[start : start + LIST_PAGE]
+        page = await host.vector_list(collection_id, filters={"uuid": {"$in": ids}}, limit=LIST_PAGE, offset=0)
+        out.extend(i for i in (page or {}).get("items") or [] if str(i.get("id")) not in seen)
     return out
 
 

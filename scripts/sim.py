@@ -1,0 +1,53 @@
+"""Run seeded random histories of one knowledge base (tests/sim) and shrink the ones that fail.
+
+    python scripts/sim.py --seeds 2000            # seeds 0..1999
+    python scripts/sim.py --start 5000 --seeds 500
+    python scripts/sim.py --seed 17 --shrink      # one seed, shrunk to a short history
+
+Prints one line per failing seed (the violation) and, with --shrink, the shrunk history as it
+would be kept in tests/sim/regressions.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.sim.history import generate, run_history, shrink  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=300, help="how many seeds")
+    parser.add_argument("--start", type=int, default=0, help="first seed")
+    parser.add_argument("--seed", type=int, help="run this one seed only")
+    parser.add_argument("--shrink", action="store_true", help="shrink each failing history")
+    args = parser.parse_args()
+    logging.disable(logging.CRITICAL)
+    seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
+    started = time.monotonic()
+    kinds: Counter[str] = Counter()
+    for seed in seeds:
+        history = generate(seed)
+        violation = run_history(history)
+        if violation is None:
+            continue
+        kinds[violation.kind] += 1
+        print(f"seed {seed} ({history.backend}): {violation}", flush=True)
+        if args.shrink:
+            small = shrink(history, violation)
+            print(f"  shrunk to {len(small.steps)} steps: History({small.seed}, {small.backend!r}, {small.steps!r})")
+            print(f"  now: {run_history(small)}", flush=True)
+    total = len(seeds)
+    print(f"{total} histories, {sum(kinds.values())} failed {dict(kinds)}, {time.monotonic() - started:.1f} s")
+    return 1 if kinds else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

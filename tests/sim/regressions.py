@@ -1,0 +1,50 @@
+"""Shrunk histories that failed before the fix named with each, kept as regression tests
+(tests/sim/test_sim.py runs every one; each failed on main at 49f9afa as described)."""
+
+from __future__ import annotations
+
+from tests.sim.history import History, Step
+
+REGRESSIONS: dict[str, History] = {
+    # #1: storage fails while a file is deleted; delete_document returned True with the record
+    # still stored, and after a restart keyword search returned the deleted text
+    "deleted-file-back-after-restart": History(0, "chroma", [
+        Step([("ingest", 0, "small")]),
+        Step([("delete", 0)], storage=1.0, restart=True),
+        Step([("retrieve", 0, "keyword", "none")]),
+    ]),
+    # #2: an ingest COMPLETED while storage failed every write (journal, record, segment); storage
+    # names another file, so after a restart nothing names this one: gone from keyword search
+    "completed-file-lost-after-restart": History(0, "chroma", [
+        Step([("ingest", 0, "small")]),
+        Step([("ingest", 1, "small")], storage=1.0, restart=True),
+    ]),
+    # #2, the "never had a vector" mark: storage failed during a KB's first ingest, and after a
+    # restart the KB answered nothing in any mode (seed 199)
+    "first-ingest-mark-not-cleared": History(199, "milvus", [
+        Step([("ingest", 0, "medium")], storage=1.0, restart=True),
+    ]),
+    # #8 family: deleting a failed file of a KB that never had a vector called vector_delete;
+    # Milvus created a 1536-dimension collection and every later upload failed (seed 46)
+    "milvus-delete-on-a-new-kb": History(46, "milvus", [
+        Step([("ingest", 2, "bad")]),
+        Step([("delete", 2), ("ingest", 3, "small")]),
+    ]),
+    # #8 family: the first upsert failed and its rollback (vector_delete) created Milvus'
+    # 1536-dimension collection (seed 61)
+    "milvus-rollback-on-a-new-kb": History(61, "milvus", [
+        Step([("ingest", 0, "medium")], storage=1.0, vectors=0.5),
+        Step([("retrieve", 0, "keyword", "none")], storage=0.3, vectors=0.5),
+    ]),
+    # the rebuild repair on a KB without a vector listed Milvus' collection into existence (seed 52)
+    "milvus-rebuild-on-a-new-kb": History(52, "milvus", [
+        Step([("repair", "rebuild_from_vector_db")], restart=True),
+    ]),
+    # two rebuilds at once: one saw the other's finished discovery as None (seed 216)
+    "concurrent-rebuilds": History(216, "chroma", [
+        Step([("ingest", 0, "bad")], storage=0.3),
+        Step([("delete", 0)], storage=0.5),
+        Step([("repair", "rebuild_from_vector_db")], vectors=0.5),
+        Step([("repair", "rebuild_from_vector_db"), ("ingest", 1, "medium")]),
+    ]),
+}

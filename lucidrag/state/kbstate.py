@@ -273,7 +273,6 @@ class KnowledgeBaseState:
                 self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index)))
                 if self.discovery.done:
                     self.discovery = None
-                    self.trust_records = True
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
@@ -283,6 +282,10 @@ class KnowledgeBaseState:
                 for file_id in batch:
                     self.to_index.pop(file_id, None)
             changed = True
+        if not self.indexing:
+            # A repair ends once every file it found is indexed: the files of the last discovery
+            # step are read above still without trusting their (possibly stale) stored records.
+            self.trust_records = True
         if changed or self.index_dirty:
             await self._persist_index(KbStore(host, self.kb_id))
         if changed and not self.indexing:

@@ -1,0 +1,235 @@
+"""The KB state leaves nothing behind: a deleted file is gone from the index, the record cache,
+plugin storage and every retry list, also when storage failed on the way; a failed ingest leaves
+no journal, no vectors and nothing "in flight"; the repair rebuilds from the vector DB, not from
+stale records; vector hits without a record are still returned with their citation.
+
+Written against the survivors of a mutation run (docs/TESTING.md): each test fails when one line
+of lucidrag/state/kbstate.py is changed the way a survivor changed it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+import lucidrag.state.kbstate as kbstate_module
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import ChunkRecord
+from lucidrag.state.storage_keys import file_record_key, journal_key, meta_key
+from lucidrag.state.store import JournalEntry, KbStore
+from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import restarted
+
+KB = "kb-life"
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+KEYWORD = {"search_mode": "keyword"}
+
+
+def state_of(harness: Harness, kb: str = KB) -> KnowledgeBaseState:
+    return harness.host.engine.installation("dedicated").kb(kb)
+
+
+def record_keys(host: FakePlugin, file_id: str) -> list[str]:
+    return [k for k in host.storage if k.startswith(file_record_key(KB, file_id))]
+
+
+# ---------------------------------------------------------------- deleting a file
+async def test_a_deleted_file_leaves_no_trace_in_the_state(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    state = state_of(harness)
+    assert state.records.get(solar.document_id) is not None
+    assert await harness.component.delete_document(KB, solar.document_id)
+    assert state.records.get(solar.document_id) is None, "the record cache still holds the deleted file"
+    assert solar.document_id not in state.known_files()
+    assert solar.document_id not in (state.stored_ids or set())
+    assert record_keys(host, solar.document_id) == []
+    assert not state.needs_upkeep()
+
+
+async def test_a_file_deleted_while_its_record_was_unsaved_does_not_come_back(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED and not record_keys(host, solar.document_id)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")  # retries what failed earlier
+    assert record_keys(host, solar.document_id) == [], "the deleted file's record was saved after all"
+    assert await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD) == []
+
+
+async def test_a_record_that_storage_failed_to_delete_is_deleted_by_a_later_request(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    assert record_keys(host, solar.document_id), "storage refused the deletion"
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id) == []
+
+
+async def test_re_uploading_a_deleted_document_id_does_not_delete_vectors_first(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    before = host.calls["vector_delete"]
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
+    assert again.status == DocumentStatus.COMPLETED
+    assert host.calls["vector_delete"] == before, "the file is known to be gone: no delete round trip"
+
+
+async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(harness: Harness, host, monkeypatch):
+    files = [await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
+             for i in range(3)]
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]  # no snapshot: the files wait in `to_index`
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    back = restarted(host)
+    state = state_of(back)
+    await state.ensure_loaded(back.host, KB)
+    assert files[0].document_id in state.to_index
+    await back.component.delete_document(KB, files[0].document_id)
+    assert files[0].document_id not in state.known_files()
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 60.0)
+    assert await back.texts(KB, "gadget bay", settings={**KEYWORD, "top_k": 10})
+    assert state.index.file_ids() == {f.document_id for f in files[1:]}
+
+
+# ---------------------------------------------------------------- failed ingests
+async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("vector_upsert")
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    state = state_of(harness)
+    assert state.in_flight == set() and state.unsettled == set()
+    assert journal_key(KB, failed.document_id) not in host.storage
+    host.faults.clear()
+    retried = await harness.ingest(KB, "solar.txt", SOLAR, document_id=failed.document_id)
+    assert retried.status == DocumentStatus.COMPLETED
+    assert "42 kilowatts" in (await harness.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+async def test_vectors_a_failed_ingest_could_not_remove_are_removed_by_a_later_request(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    upserts = 0
+    real_upsert = host.vector_upsert
+
+    async def second_upsert_fails(*args, **kwargs):
+        nonlocal upserts
+        upserts += 1
+        if upserts == 2:
+            raise RuntimeError("vector DB went away")
+        return await real_upsert(*args, **kwargs)
+
+    host.vector_upsert = second_upsert_fails  # type: ignore[method-assign]
+    host.fail("vector_delete")
+    failed = await harness.ingest(KB, "parts.txt", b"\n\n".join(
+        f"Part {i} of the pump is checked weekly.".encode() for i in range(300)), settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert failed.status == DocumentStatus.FAILED
+    assert host.vectors_of(KB, failed.document_id), "the first batch could not be rolled back"
+    assert journal_key(KB, failed.document_id) in host.storage
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert host.vectors_of(KB, failed.document_id) == []
+    assert journal_key(KB, failed.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+
+
+async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_already_gone(host):
+    harness = Harness(host)
+    crashed = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    store = KbStore(host, KB)
+    await harness.invoke(store.write_journal, JournalEntry(crashed.document_id, 99))  # never committed
+    state = state_of(harness)
+    state.journals = {"aaa-settled-meanwhile", crashed.document_id}  # sorted: the gone entry first
+    await harness.invoke(state.reconcile, host, KB, math.inf)
+    assert host.vectors_of(KB, crashed.document_id) == [], "the crashed ingest's vectors were removed"
+    assert state.journals == set()
+
+
+# ---------------------------------------------------------------- repair
+async def test_repair_rebuilds_records_from_the_vectors_not_from_stale_storage(harness: Harness, host):
+    document_id = "doc-stale"
+    await harness.ingest(KB, "a.txt", b"The old manual says the valve is blue.", document_id=document_id)
+    stale = dict((k, v) for k, v in host.storage.items() if k.startswith(file_record_key(KB, document_id)))
+    await harness.ingest(KB, "a.txt", b"The new manual says the valve is orange.", document_id=document_id)
+    host.storage.update(stale)  # storage still has the first version's record
+    back = restarted(host)
+    state = state_of(back)
+    await back.invoke(state.ensure_loaded, back.host, KB)
+    assert await back.invoke(state.rebuild_from_vector_db, back.host, KB)
+    assert "orange" in (await back.texts(KB, "valve colour orange", settings=KEYWORD))[0]
+    assert await back.texts(KB, "blue", settings=KEYWORD) == []
+    assert "orange" in (await restarted(host).texts(KB, "valve orange", settings=KEYWORD))[0]
+
+
+async def test_repair_marks_the_kb_as_having_vectors_and_keeps_its_metric(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")  # the first query calibrates the distance metric
+    state = state_of(harness)
+    metric = state.metric
+    assert metric is not None
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
+    assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
+    assert state.has_vectors is True and state.loaded and state.meta_dirty
+    host.faults.clear()
+    await harness.retrieve(KB, "solar")  # the meta write is retried
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and meta.has_vectors is True and meta.metric == metric
+    assert not state.meta_dirty
+
+
+# ---------------------------------------------------------------- vector hits without a record
+async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_their_citation(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    for key in record_keys(host, solar.document_id):
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("vector_list", when=lambda filters=None, **_: bool(filters))  # nor rebuilt from its vectors
+    response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"})
+    assert response.results and "42 kilowatts" in response.results[0].content[0].text
+    assert response.results[0].metadata["file_id"] == solar.document_id
+    state = state_of(back)
+    assert set(state.adopted) == {response.results[0].id}
+    other = await back.ingest(KB, "tea.txt", TEA)
+    await back.component.delete_document(KB, other.document_id)
+    assert set(state.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
+    await back.component.delete_document(KB, solar.document_id)
+    assert state.adopted == {}
+
+
+def test_a_chunk_is_learnt_from_its_vector_metadata():
+    state = KnowledgeBaseState("kb")
+    hit = {"id": "c1", "document": "ignored", "metadata": {
+        "text": "Body", "file_id": "f1", "chunk_index": 3.0, "page": 2.0, "heading": "Intro",
+        "document_name": "Manual"}}
+    chunk = state.adopt_hit(hit)
+    assert chunk == ChunkRecord("c1", "f1", 3, "Body", "Intro", 2, document_name="Manual")
+    assert state.adopt_hit({"id": "c1", "metadata": {"text": "other", "file_id": "f9"}}) is chunk
+    bare = state.adopt_hit({"id": 7, "document": "From the document field",
+                            "metadata": {"file_id": 5, "chunk_index": "4", "page": 0}})
+    assert bare == ChunkRecord("7", "5", 0, "From the document field", "", None, document_name="")
+    assert state.adopt_hit({"id": "c3", "metadata": {"page": "2", "text": "T", "file_id": "f"}}).page is None
+    assert state.adopt_hit({"id": "c4", "metadata": {"file_id": "f1"}}) is None, "no text"
+    assert state.adopt_hit({"id": "c5", "document": "text", "metadata": {}}) is None, "no file"
+    assert state.adopt_hit({"id": "c6", "document": "text"}) is None
+    assert set(state.adopted) == {"c1", "7", "c3"}
+
+
+def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(kbstate_module, "ADOPTED_LIMIT", 2)
+    state = KnowledgeBaseState("kb")
+    for i in range(3):
+        state.adopt_hit({"id": f"c{i}", "metadata": {"text": "T", "file_id": "f"}})
+    assert set(state.adopted) == {"c2"}
+    state.adopt_hit({"id": "c3", "metadata": {"text": "T", "file_id": "f"}})
+    assert set(state.adopted) == {"c2", "c3"}
+

@@ -12,8 +12,8 @@ Per module, a copy of the working tree goes to --work-dir/<module>/ (the reposit
 touched), with a setup.cfg that has mutmut mutate only that module. mutmut first runs the unit
 suite once to learn which tests call which function, then runs each mutant against only those
 tests, in a forked worker, stopping at the first failure (`pytest -x`): a killed mutant costs one
-failing test. One worker (`--max-children 1`): the machine is shared. A rerun reuses mutmut's
-results for mutants whose function did not change.
+failing test. One worker (`--max-children 1`): the machine is shared. A rerun in the same
+--work-dir keeps the killed mutants of unchanged functions and runs the others again.
 
 Logging calls are not mutated (the text of a log line is not behaviour a user or the index sees).
 A surviving mutant listed in docs/TESTING.md's "Equivalent mutants" table (its mutmut name and
@@ -94,10 +94,16 @@ def prepare(module: str, work: Path) -> None:
     (work / "setup.cfg").write_text("\n".join(lines))
 
 
-def run(work: Path) -> None:
-    mutmut = Path(sys.executable).with_name("mutmut")
-    subprocess.run(["nice", "-n", "10", str(mutmut), "run", "--max-children", "1"], cwd=work,
-                   stdout=subprocess.DEVNULL, check=True)
+def run(work: Path, rerun: bool) -> None:
+    """Run the mutants not run yet; on a rerun, also every mutant the earlier tests did not kill
+    (tests were only added since, so a killed mutant stays killed unless its function changed,
+    and then mutmut makes it anew)."""
+    command = ["nice", "-n", "10", str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", "1"]
+    subprocess.run(command, cwd=work, stdout=subprocess.DEVNULL, check=True)
+    if rerun:
+        again = sorted(name for name, status in statuses(work).items() if status not in KILLED)
+        if again:
+            subprocess.run(command + again, cwd=work, stdout=subprocess.DEVNULL, check=True)
 
 
 def statuses(work: Path) -> dict[str, str]:
@@ -147,8 +153,9 @@ def main() -> int:
     for module in args.modules:
         work = args.work_dir / slug(module)
         if not args.report_only:
+            rerun = (work / "mutants").is_dir()
             prepare(module, work)
-            run(work)
+            run(work, rerun)
         counts, survivors = score(module, statuses(work), equivalent)
         total.update(counts)
         live = counts["killed"] + counts["survived"]

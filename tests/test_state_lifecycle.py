@@ -233,3 +233,127 @@ def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
     state.adopt_hit({"id": "c3", "metadata": {"text": "T", "file_id": "f"}})
     assert set(state.adopted) == {"c2", "c3"}
 
+
+
+# ---------------------------------------------------------------- retrying what storage refused
+async def test_a_request_with_nothing_to_retry_writes_nothing_to_storage(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    assert not state_of(harness).needs_upkeep()
+    writes = host.calls["set_plugin_storage"] + host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    await harness.retrieve(KB, "oolong", settings=KEYWORD)
+    assert host.calls["set_plugin_storage"] + host.calls["delete_plugin_storage"] == writes
+
+
+async def test_the_kb_mark_that_storage_refused_is_written_by_a_later_request(harness: Harness, host):
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    state = state_of(harness)
+    assert state.meta_dirty and state.metric is not None
+    host.faults.clear()
+    await harness.retrieve(KB, "solar")
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and (meta.metric, meta.has_vectors) == (state.metric, True)
+    assert not state.needs_upkeep()
+
+
+async def test_an_unsaved_record_is_saved_later_and_its_journal_entry_then_removed(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert journal_key(KB, solar.document_id) in host.storage, "kept until the record is saved"
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id)
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+async def test_a_journal_entry_that_storage_failed_to_delete_is_deleted_later(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert journal_key(KB, solar.document_id) in host.storage
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+
+
+async def test_a_record_whose_deletion_failed_is_kept_when_the_file_was_uploaded_again(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
+    assert again.status == DocumentStatus.COMPLETED
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id), "the re-uploaded file's record must stay"
+    assert not state_of(harness).needs_upkeep()
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+# ---------------------------------------------------------------- adopting a finished ingest
+def metadata_dropping_host() -> FakePlugin:
+    """Like Milvus/pgvector: vectors keep only text and file id, so a record rebuilt from them
+    has no heading and no document name."""
+    return FakePlugin(keep_metadata=("text", "file_id", "uuid"))
+
+
+MANUAL = b"# Pump manual\n\nThe M7 pump needs part PX-7-2 every spring."
+
+
+async def test_adoption_keeps_the_stored_record_when_only_the_index_snapshot_was_lost():
+    host = metadata_dropping_host()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)  # the index cannot be saved
+    manual = await harness.ingest(KB, "manual.md", MANUAL)
+    assert journal_key(KB, manual.document_id) in host.storage and record_keys(host, manual.document_id)
+    host.faults.clear()
+    back = restarted(host)  # the journal entry is settled by adopting the file
+    first = (await back.retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    assert journal_key(KB, manual.document_id) not in host.storage
+    again = (await restarted(host).retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    for hit in (first, again):
+        assert "PX-7-2" in hit.content[0].text
+        assert hit.metadata.get("heading") == "Pump manual", "the stored record (with headings) was kept"
+
+
+async def test_an_adopted_file_whose_record_was_lost_is_saved_by_the_first_request():
+    host = FakePlugin()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.faults.clear()
+    back = restarted(host)  # the unsaved record died with the process
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+    assert record_keys(host, solar.document_id), "adopting the file saved its record"
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(back).needs_upkeep()
+
+
+async def test_an_adopted_file_whose_record_cannot_be_saved_yet_is_saved_by_a_later_request():
+    host = FakePlugin()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)  # still refused
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+    state = state_of(back)
+    assert solar.document_id in state.unsaved and solar.document_id not in state.journals
+    assert state.unsaved[solar.document_id].chunks
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")
+    await back.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id)
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state.needs_upkeep()

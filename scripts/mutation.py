@@ -58,6 +58,17 @@ MODULES = [
     "lucidrag/vectors/vectorscan.py",
 ]
 
+# The tests run against a module's mutants (to keep a run within hours on 2 shared cores); a
+# module not listed gets the whole unit suite. mutmut narrows further to the tests that call the
+# mutated function. Changing a list makes mutmut discard the module's earlier results.
+STATE_TESTS = ["tests/test_state_runtime.py", "tests/test_state_lifecycle.py", "tests/test_deletion_statistics.py",
+               "tests/test_store.py", "tests/test_faults.py", "tests/test_engine.py", "tests/test_console.py",
+               "tests/test_scale_state.py"]
+TESTS = {
+    "lucidrag/state/kbstate.py": STATE_TESTS,
+    "lucidrag/state/store.py": STATE_TESTS,
+}
+
 # Tests that check the repository or the built package, not behaviour: they cannot kill a
 # mutant, and the packaging one shells out to git, which the copy does not have.
 NOT_BEHAVIOUR = ["tests/test_layout.py", "tests/test_packaging.py", "tests/e2e"]
@@ -86,7 +97,7 @@ def prepare(module: str, work: Path) -> None:
     tops = sorted({name.split("/", 1)[0] for name in files} - {"lucidrag", "tests", "setup.cfg"})
     lines = ["[mutmut]", "source_paths=lucidrag", f"only_mutate={module}",
              "also_copy=" + "\n    ".join(tops),
-             "pytest_add_cli_args_test_selection=tests/",
+             "pytest_add_cli_args_test_selection=" + "\n    ".join(TESTS.get(module, ["tests/"])),
              "pytest_add_cli_args=" + "\n    ".join(f"--ignore={p}" for p in NOT_BEHAVIOUR),
              "do_not_mutate_patterns=" + "\n    ".join(NOT_MUTATED),
              # a mutant slower than 3x its tests' clean run (+5 s for a loaded machine) hangs
@@ -94,12 +105,14 @@ def prepare(module: str, work: Path) -> None:
     (work / "setup.cfg").write_text("\n".join(lines))
 
 
-def run(work: Path, rerun: bool) -> None:
+def run(work: Path, rerun: bool, only: list[str] | None = None) -> None:
     """Run the mutants not run yet; on a rerun, also every mutant the earlier tests did not kill
     (tests were only added since, so a killed mutant stays killed unless its function changed,
-    and then mutmut makes it anew)."""
+    and then mutmut makes it anew). With `only`, just those mutants."""
     command = ["nice", "-n", "10", str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", "1"]
-    subprocess.run(command, cwd=work, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(command + (only or []), cwd=work, stdout=subprocess.DEVNULL, check=True)
+    if only:
+        return
     if rerun:
         again = sorted(name for name, status in statuses(work).items() if status not in KILLED)
         if again:
@@ -144,6 +157,8 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "lucidrag-mutation")
     parser.add_argument("--report-only", action="store_true", help="print the scores of an earlier run")
     parser.add_argument("--survivors", action="store_true", help="print the diff of every survivor")
+    parser.add_argument("--only-unkilled", type=Path, metavar="RESULTS",
+                        help="run only the mutants not killed in this `mutmut results --all true` output")
     args = parser.parse_args()
     equivalent = equivalent_mutants()
     mutmut = Path(sys.executable).with_name("mutmut")
@@ -155,7 +170,11 @@ def main() -> int:
         if not args.report_only:
             rerun = (work / "mutants").is_dir()
             prepare(module, work)
-            run(work, rerun)
+            only = None
+            if args.only_unkilled:
+                listed = re.findall(r"^\s*(\S+): (.+)$", args.only_unkilled.read_text(), re.MULTILINE)
+                only = [name for name, status in listed if status not in KILLED and name.startswith(slug(module) + ".")]
+            run(work, rerun, only)
         counts, survivors = score(module, statuses(work), equivalent)
         total.update(counts)
         live = counts["killed"] + counts["survived"]

@@ -14,11 +14,12 @@ import math
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
+import lucidrag.engine as engine_module
 import lucidrag.state.kbstate as kbstate_module
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord
-from lucidrag.state.storage_keys import file_record_key, journal_key, meta_key
-from lucidrag.state.store import JournalEntry, KbStore
+from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
+from lucidrag.state.store import JournalEntry, KbMeta, KbStore
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import restarted
 
@@ -71,6 +72,7 @@ async def test_a_record_that_storage_failed_to_delete_is_deleted_by_a_later_requ
     host.faults.clear()
     await harness.retrieve(KB, "anything")
     assert record_keys(host, solar.document_id) == []
+    assert not state_of(harness).needs_upkeep()
 
 
 async def test_re_uploading_a_deleted_document_id_does_not_delete_vectors_first(harness: Harness, host):
@@ -93,8 +95,11 @@ async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(har
     state = state_of(back)
     await state.ensure_loaded(back.host, KB)
     assert files[0].document_id in state.to_index
+    listed: list[dict] = []
+    back.host.fail("vector_list", when=lambda filters=None, **_: listed.append(filters or {}) and False)
     await back.component.delete_document(KB, files[0].document_id)
     assert files[0].document_id not in state.known_files()
+    assert not [f for f in listed if f.get("file_id") == files[0].document_id], "nothing left to index of it"
     monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 60.0)
     assert await back.texts(KB, "gadget bay", settings={**KEYWORD, "top_k": 10})
     assert state.index.file_ids() == {f.document_id for f in files[1:]}
@@ -148,7 +153,7 @@ async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_alre
     store = KbStore(host, KB)
     await harness.invoke(store.write_journal, JournalEntry(crashed.document_id, 99))  # never committed
     state = state_of(harness)
-    state.journals = {"aaa-settled-meanwhile", crashed.document_id}  # sorted: the gone entry first
+    state.journals = {"0", crashed.document_id}  # sorted, the entry already gone comes first
     await harness.invoke(state.reconcile, host, KB, math.inf)
     assert host.vectors_of(KB, crashed.document_id) == [], "the crashed ingest's vectors were removed"
     assert state.journals == set()
@@ -357,3 +362,118 @@ async def test_an_adopted_file_whose_record_cannot_be_saved_yet_is_saved_by_a_la
     assert record_keys(host, solar.document_id)
     assert journal_key(KB, solar.document_id) not in host.storage
     assert not state.needs_upkeep()
+
+
+async def test_after_a_restart_records_are_read_from_storage_not_rebuilt_from_vectors():
+    host = metadata_dropping_host()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    await harness.ingest(KB, "manual.md", MANUAL)
+    back = restarted(host)
+    hit = (await back.retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    assert hit.metadata.get("heading") == "Pump manual"
+    assert back.host.calls["vector_list"] == 0, "every record was in plugin storage"
+
+
+async def test_the_metric_and_the_has_vectors_mark_are_stored_once_measured(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    state = state_of(harness)
+    assert state.metric is not None and not state.meta_dirty
+    assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
+    assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
+    assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
+
+
+async def test_re_uploading_a_file_whose_first_record_was_unsaved_keeps_the_new_version(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    first = await harness.ingest(KB, "valve.txt", b"The valve is painted blue.")
+    host.faults.clear()
+    await harness.ingest(KB, "valve.txt", b"The valve is painted orange.", document_id=first.document_id)
+    await harness.retrieve(KB, "anything")
+    assert not state_of(harness).unsaved
+    texts = await restarted(host).texts(KB, "valve painted", settings=KEYWORD)
+    assert texts == ["The valve is painted orange."]
+
+
+async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later_request(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    state = state_of(harness)
+    assert state.index_dirty
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert not state.index_dirty and not state.needs_upkeep()
+    back = restarted(host)
+    back_state = state_of(back)
+    await back.invoke(back_state.ensure_loaded, back.host, KB, False)
+    assert solar.document_id in back_state.index and not back_state.to_index, "the snapshot has the file"
+
+
+async def test_an_orphan_index_segment_is_deleted_once(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    orphan = index_segment_key(KB, "orphan")
+    host.storage[orphan] = b"Zleft by a crash"
+    back = restarted(host)
+    await back.retrieve(KB, "tea")
+    await back.retrieve(KB, "tea")
+    assert orphan not in host.storage
+    assert not state_of(back).needs_upkeep()
+
+
+async def test_other_kbs_requests_continue_finding_a_kbs_files_in_the_vector_db(harness: Harness, host, monkeypatch):
+    await harness.ingest("kb-other", "tea.txt", TEA)
+    for i in range(3):
+        await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
+    for key in [k for k in host.storage if k.startswith(f"lucidrag/v1/kb/{KB}/")]:
+        del host.storage[key]  # storage lost everything of this KB: its files are found in the vector DB
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
+    back = restarted(host)
+    await back.retrieve(KB, "gadget", settings=KEYWORD)
+    state = state_of(back)
+    assert state.indexing
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 60.0)
+    for _ in range(3):
+        await back.retrieve("kb-other", "tea")  # the installation's later requests continue it
+    assert not state.indexing
+    assert len(state.index.file_ids()) == 3
+
+
+async def test_journal_entries_of_a_kb_that_never_had_a_vector_are_cleared_without_the_vector_db(host):
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    store = KbStore(host, KB)
+    for file_id in ("crashed-1", "crashed-2"):  # died before the first upsert
+        await harness.invoke(store.write_journal, JournalEntry(file_id, 3))
+    back = restarted(host)
+    await back.retrieve(KB, "anything")
+    assert not [k for k in host.storage if "/journal/" in k]
+    assert not any(back.host.calls[m] for m in ("vector_list", "vector_search", "vector_delete"))
+
+
+async def test_an_unreadable_journal_entry_without_vectors_leaves_no_record(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.storage[journal_key(KB, "ghost")] = b"garbage"
+    back = restarted(host)
+    await back.retrieve(KB, "anything")
+    assert journal_key(KB, "ghost") not in host.storage
+    assert record_keys(host, "ghost") == []
+    assert "ghost" not in state_of(back).known_files()
+
+
+async def test_a_record_rebuilt_from_vectors_that_cannot_be_saved_is_saved_later(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    for key in record_keys(host, solar.document_id):
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"}))[0]
+    state = state_of(back)
+    assert state.unsaved[solar.document_id].chunks
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id) and not state.unsaved

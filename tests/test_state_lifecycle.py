@@ -477,3 +477,51 @@ async def test_a_record_rebuilt_from_vectors_that_cannot_be_saved_is_saved_later
     back.host.faults.clear()
     await back.retrieve(KB, "anything")
     assert record_keys(host, solar.document_id) and not state.unsaved
+
+
+# ---------------------------------------------------------------- what a restart knows
+async def test_the_first_upload_into_a_created_kb_stores_that_it_has_vectors(harness: Harness, host):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    assert (await harness.invoke(KbStore(host, KB).load_meta)).has_vectors is False
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and meta.has_vectors is True
+    state = state_of(harness)
+    assert state.has_vectors is True and not state.fresh and not state.meta_dirty
+
+
+async def test_a_restart_keeps_the_measured_metric(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    metric = state_of(harness).metric
+    back = restarted(host)
+    await back.retrieve(KB, "solar")
+    assert metric is not None and state_of(back).metric == metric
+
+
+async def test_an_upload_after_a_failed_storage_listing_learns_which_files_exist(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")
+    await back.retrieve(KB, "tea")  # the load could not list storage
+    assert state_of(back).stored_ids is None
+    back.host.faults.clear()
+    before = back.host.calls["vector_delete"]
+    new = await back.ingest(KB, "solar.txt", SOLAR)
+    assert new.status == DocumentStatus.COMPLETED
+    assert back.host.calls["vector_delete"] == before, "storage says the file is new: nothing to delete first"
+
+
+async def test_a_shorter_re_upload_while_storage_cannot_be_listed_replaces_every_old_chunk(harness: Harness, host):
+    long_doc = await harness.ingest(KB, "parts.txt", b"\n\n".join(
+        f"Part {i} of the pump is checked weekly.".encode() for i in range(40)),
+        settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert len(host.vectors_of(KB, long_doc.document_id)) > 3
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")  # whether the id exists cannot be known
+    again = await back.ingest(KB, "parts.txt", b"Part 1 of the pump is checked weekly.",
+                              document_id=long_doc.document_id, settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert again.status == DocumentStatus.COMPLETED
+    assert len(host.vectors_of(KB, long_doc.document_id)) == 1, "the old version's chunks were deleted first"

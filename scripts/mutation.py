@@ -85,7 +85,7 @@ def slug(module: str) -> str:
     return module.removesuffix(".py").replace("/", ".")
 
 
-def prepare(module: str, work: Path) -> None:
+def prepare(module: str, work: Path, tests: list[str] | None = None) -> None:
     """A copy of the working tree (tracked and new files, not ignored ones) with mutmut's config."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.split()
@@ -102,7 +102,7 @@ def prepare(module: str, work: Path) -> None:
     lines = ["[mutmut]", "source_paths=lucidrag", f"only_mutate={module}",
              "also_copy=" + "\n    ".join(tops),
              "pytest_add_cli_args_test_selection=" + "\n    ".join(
-                 t for t in TESTS.get(module, ["tests/"]) if (ROOT / t).exists()),
+                 t for t in tests or TESTS.get(module, ["tests/"]) if (ROOT / t).exists()),
              "pytest_add_cli_args=" + "\n    ".join(f"--ignore={p}" for p in NOT_BEHAVIOUR),
              "do_not_mutate_patterns=" + "\n    ".join(NOT_MUTATED),
              # a mutant slower than 3x its tests' clean run (+5 s for a loaded machine) hangs
@@ -162,6 +162,9 @@ def main() -> int:
     parser.add_argument("--work-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "lucidrag-mutation")
     parser.add_argument("--report-only", action="store_true", help="print the scores of an earlier run")
     parser.add_argument("--survivors", action="store_true", help="print the diff of every survivor")
+    parser.add_argument("--tests", nargs="+", metavar="FILE",
+                        help="these test files instead of the module's selection (e.g. only the new tests, "
+                             "against --only-unkilled mutants: a mutant they kill is killed by the suite)")
     parser.add_argument("--only-unkilled", type=Path, metavar="RESULTS",
                         help="run only the mutants not killed in this `mutmut results --all true` output")
     args = parser.parse_args()
@@ -174,7 +177,7 @@ def main() -> int:
         work = args.work_dir / slug(module)
         if not args.report_only:
             rerun = (work / "mutants").is_dir()
-            prepare(module, work)
+            prepare(module, work, args.tests)
             only = None
             if args.only_unkilled:
                 listed = re.findall(r"^\s*(\S+): (.+)$", args.only_unkilled.read_text(), re.MULTILINE)

@@ -172,6 +172,10 @@ async def test_repair_rebuilds_records_from_the_vectors_not_from_stale_storage(h
     assert await back.invoke(state.rebuild_from_vector_db, back.host, KB)
     assert "orange" in (await back.texts(KB, "valve colour orange", settings=KEYWORD))[0]
     assert await back.texts(KB, "blue", settings=KEYWORD) == []
+    state.records.clear()  # as if evicted from the cache: the repaired record is read from storage now
+    listed = back.host.calls["vector_list"]
+    assert "orange" in (await back.texts(KB, "valve colour orange", settings=KEYWORD))[0]
+    assert back.host.calls["vector_list"] == listed, "after the repair, stored records are trusted again"
     assert "orange" in (await restarted(host).texts(KB, "valve orange", settings=KEYWORD))[0]
 
 

@@ -401,9 +401,11 @@ async def test_re_uploading_a_file_whose_first_record_was_unsaved_keeps_the_new_
     assert texts == ["The valve is painted orange."]
 
 
-async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later_request(harness: Harness, host):
+@pytest.mark.parametrize("refused", ["/kw/", "/kw/manifest"])
+async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later_request(harness: Harness, host,
+                                                                                        refused: str):
     await harness.ingest(KB, "tea.txt", TEA)
-    host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)
+    host.fail("set_plugin_storage", when=lambda key, **_: refused in key)
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     state = state_of(harness)
     assert state.index_dirty

@@ -7,6 +7,8 @@ one line of the code changes? Not part of CI (hours for the whole core on 2 core
     nice -n 10 python scripts/mutation.py lucidrag/state/kbstate.py lucidrag/index/segindex.py
     python scripts/mutation.py --report-only lucidrag/state/kbstate.py   # tables from an earlier run
     python scripts/mutation.py --survivors lucidrag/state/kbstate.py     # the diff of each survivor
+    python scripts/mutation.py lucidrag/state/kbstate.py --work-dir DIR --only-unkilled RESULTS \
+        --tests tests/test_state_lifecycle.py    # new tests against what an earlier run left alive
 
 Per module, a copy of the working tree goes to --work-dir/<module>/ (the repository itself is never
 touched), with a setup.cfg that has mutmut mutate only that module. mutmut first runs the unit

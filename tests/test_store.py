@@ -61,6 +61,25 @@ async def test_a_bigger_value_is_stored_in_parts_and_read_back_whole(harness: Ha
     assert not [k for k in harness.host.storage if k.startswith(SEG)]
 
 
+@pytest.mark.parametrize("size", [11, 20, 21, 30, 31])
+async def test_values_of_every_size_round_trip_in_the_fewest_parts(harness: Harness, small_parts, size: int):
+    store = KbStore(harness.host, KB)
+    blob = bytes(range(size))
+    assert await call(harness, store.save_index_segment, "s1", blob)
+    parts = -(-size // small_parts)
+    assert harness.host.storage[SEG] == b"P%d" % parts
+    assert sorted(k for k in harness.host.storage if k.startswith(f"{SEG}#")) == [f"{SEG}#{n}" for n in range(parts)]
+    assert await call(harness, store.load_index_segment, "s1") == blob
+
+
+async def test_a_single_value_that_looks_like_a_number_is_deleted_as_one_value(harness: Harness):
+    store = KbStore(harness.host, KB)
+    assert await call(harness, store.save_index_segment, "s1", b"12")  # stored as b"Z12"
+    harness.host.fail("delete_plugin_storage", when=lambda key, **_: "#" in key)  # there are no parts
+    assert await call(harness, store.delete_index_segment, "s1")
+    assert SEG not in harness.host.storage
+
+
 async def test_a_record_in_parts_round_trips(harness: Harness, small_parts):
     store = KbStore(harness.host, KB)
     record = FileRecord("f1", "text", [ChunkRecord("c1", "f1", 0, "Some text " * 20, "H", 3, document_name="Doc")],
@@ -182,7 +201,7 @@ async def test_a_listing_groups_each_kbs_keys(harness: Harness):
     host = harness.host
     for key in (file_record_key(KB, "b"), file_record_key(KB, "a"), f"{file_record_key(KB, 'a')}#0",
                 journal_key(KB, "j"), index_segment_key(KB, "s"), file_record_key("other", "x"),
-                journal_key("other", "y"), pending_kb_delete_key("gone")):
+                journal_key("other", "y"), pending_kb_delete_key("gone"), file_record_key("third", "z")):
         host.storage[key] = b"x"
     snapshot = await call(harness, list_keys, host)
     assert snapshot.record_ids(KB) == ["a", "b"]

@@ -7,8 +7,9 @@ one line of the code changes? Not part of CI (hours for the whole core on 2 core
     nice -n 10 python scripts/mutation.py lucidrag/state/kbstate.py lucidrag/index/segindex.py
     python scripts/mutation.py --report-only lucidrag/state/kbstate.py   # tables from an earlier run
     python scripts/mutation.py --survivors lucidrag/state/kbstate.py     # the diff of each survivor
-    python scripts/mutation.py lucidrag/state/kbstate.py --work-dir DIR --only-unkilled RESULTS \
-        --tests tests/test_state_lifecycle.py    # new tests against what an earlier run left alive
+    # new tests against what an earlier run left alive (RESULTS: its `mutmut results --all true`);
+    # the modules go before --tests
+    python scripts/mutation.py lucidrag/state/kbstate.py --work-dir DIR --only-unkilled RESULTS --tests FILE...
 
 Per module, a copy of the working tree goes to --work-dir/<module>/ (the repository itself is never
 touched), with a setup.cfg that has mutmut mutate only that module. mutmut first runs the unit
@@ -172,8 +173,8 @@ def main() -> int:
     args = parser.parse_args()
     equivalent = equivalent_mutants()
     mutmut = Path(sys.executable).with_name("mutmut")
-    print("| module | mutants | killed | survived | equivalent | score |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| module | mutants | killed | survived | equivalent | not run | score |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     total: Counter = Counter()
     for module in args.modules:
         work = args.work_dir / slug(module)
@@ -190,7 +191,7 @@ def main() -> int:
         live = counts["killed"] + counts["survived"]
         pct = f"{100 * counts['killed'] / live:.0f} %" if live else "-"
         print(f"| {module} | {sum(counts.values())} | {counts['killed']} | {counts['survived']} | "
-              f"{counts['equivalent']} | {pct} |", flush=True)
+              f"{counts['equivalent']} | {counts['not checked']} | {pct} |", flush=True)
         if args.survivors:
             for name in survivors:
                 diff = subprocess.run([str(mutmut), "show", name], cwd=work, capture_output=True, text=True).stdout
@@ -198,7 +199,7 @@ def main() -> int:
     live = total["killed"] + total["survived"]
     if len(args.modules) > 1 and live:
         print(f"| all | {sum(total.values())} | {total['killed']} | {total['survived']} | "
-              f"{total['equivalent']} | {100 * total['killed'] / live:.0f} % |")
+              f"{total['equivalent']} | {total['not checked']} | {100 * total['killed'] / live:.0f} % |")
     return 0
 
 

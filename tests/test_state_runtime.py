@@ -6,14 +6,19 @@ A "restart" is a new Harness (new plugin object, new Engine) over the same vecto
 
 from __future__ import annotations
 
-import threading
+import asyncio
+from collections import Counter
 
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.state.storage_keys import index_manifest_key
 from tests.conftest import FakePlugin, Harness
-from tests.reference_bm25 import BM25Index
+import lucidrag.ingestion.ingest as ingest_module
+import lucidrag.state.kbstate as kbstate
+from lucidrag.index.segindex import SegmentIndex
+from lucidrag.state.records import FileRecord
+from lucidrag.state.storage_keys import file_record_key
 
 KB = "kb-runtime-1"
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
@@ -169,28 +174,65 @@ async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per
     assert back.host.calls["get_plugin_storage_keys"] - before <= 2
 
 
-async def test_loading_and_deleting_never_tokenise_or_reindex_on_the_event_loop(harness: Harness, host, monkeypatch):
-    for i in range(10):
+# What production runs in `run_blocking`: the keyword index (segment index), tokenising, record
+# decoding, rebuilding records from vectors, parsing and chunking. Each is watched where the
+# production module looks it up.
+WATCHED = {
+    SegmentIndex: ("add_file", "remove_file", "search", "take_changes", "load"),
+    FileRecord: ("from_vector_items",),
+    kbstate: ("decode_record", "tokenize_chunks"),
+    ingest_module: ("parse_file", "chunk_document"),
+}
+
+
+def _on_the_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def watch_cpu_work(monkeypatch) -> tuple[Counter, Counter]:
+    """Count calls of the watched functions, and those made on the event loop's thread."""
+    calls: Counter = Counter()
+    on_loop: Counter = Counter()
+    for owner, names in WATCHED.items():
+        for name in names:
+            original = getattr(owner, name)
+
+            def wrapper(*args, _original=original, _name=name, **kwargs):
+                calls[_name] += 1
+                if _on_the_event_loop():
+                    on_loop[_name] += 1
+                return _original(*args, **kwargs)
+            is_classmethod = isinstance(owner, type) and isinstance(owner.__dict__.get(name), classmethod)
+            monkeypatch.setattr(owner, name, classmethod(lambda cls, *a, _w=wrapper, **k: _w(*a, **k))
+                                if is_classmethod else wrapper)
+    return calls, on_loop
+
+
+async def test_loading_indexing_searching_and_deleting_run_off_the_event_loop(harness: Harness, host, monkeypatch):
+    for i in range(6):
         await harness.ingest(KB, f"f{i}.txt", long_text(30) + f" file {i}".encode())
-    on_loop: list[str] = []
+    listed = {v["file_id"] for v in host.vectors_of(KB)}
+    lost_record = sorted(listed)[0]
+    del host.storage[file_record_key(KB, lost_record)]
+    calls, on_loop = watch_cpu_work(monkeypatch)
 
-    def watch(name):
-        original = getattr(BM25Index, name)
-
-        def wrapper(self, *args, **kwargs):
-            if threading.current_thread() is threading.main_thread():
-                on_loop.append(name)
-            return original(self, *args, **kwargs)
-        monkeypatch.setattr(BM25Index, name, wrapper)
-
-    for name in ("add", "add_tokenized", "remove"):
-        watch(name)
-    back = restarted(host)
-    await back.texts(KB, "component QX-7", settings={"search_mode": "keyword"})  # first query: loads the KB
-    listed = back.host.vectors_of(KB)
-    await back.component.delete_document(KB, listed[0]["file_id"])
+    back = restarted(host)  # loads the snapshot, decodes records, rebuilds the lost one from vectors
+    assert await back.texts(KB, "component QX-7", settings={"search_mode": "keyword"})
+    assert await back.texts(KB, "component QX-7", settings={"search_mode": "vector", "top_k": 50})
+    await back.component.delete_document(KB, sorted(listed)[1])
     await back.ingest(KB, "extra.txt", TEA)
-    assert on_loop == []
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]  # no snapshot: the next process indexes every file from its record
+    again = restarted(host)
+    assert "Tieguanyin" in (await again.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))[0]
+
+    every_name = {name for names in WATCHED.values() for name in names}
+    assert set(calls) == every_name, f"not exercised: {every_name - set(calls)}"
+    assert on_loop == Counter(), "CPU work ran on the event loop"
 
 
 async def test_repair_rebuilds_a_kb_whose_records_storage_lost(harness: Harness, host):

@@ -357,7 +357,6 @@ class KnowledgeBaseState:
                                                           and self.files.is_answer(f))))
                 if discovery.done and self.discovery is discovery:
                     self.discovery = None
-                    self.trust_records = True
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
@@ -368,6 +367,10 @@ class KnowledgeBaseState:
                     if file_id in records or remaining() > 0:  # unread for lack of time: next slice
                         self.to_index.pop(file_id, None)
             changed = True
+        if not self.indexing:
+            # A repair ends once every file it found is indexed: the files of the last discovery
+            # step are read above still without trusting their (possibly stale) stored records.
+            self.trust_records = True
         if changed or self.index_dirty:
             await self._persist_index(KbStore(host, self.kb_id))
         if changed and not self.indexing:

@@ -1,0 +1,533 @@
+"""The KB state leaves nothing behind: a deleted file is gone from the index, the record cache,
+plugin storage and every retry list, also when storage failed on the way; a failed ingest leaves
+no journal, no vectors and nothing "in flight"; the repair rebuilds from the vector DB, not from
+stale records; vector hits without a record are still returned with their citation.
+
+Written against the survivors of a mutation run (docs/TESTING.md): each test fails when one line
+of lucidrag/state/kbstate.py is changed the way a survivor changed it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+import lucidrag.engine as engine_module
+import lucidrag.state.kbstate as kbstate_module
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import ChunkRecord
+from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
+from lucidrag.state.store import JournalEntry, KbMeta, KbStore
+from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import restarted
+
+KB = "kb-life"
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+KEYWORD = {"search_mode": "keyword"}
+
+
+def state_of(harness: Harness, kb: str = KB) -> KnowledgeBaseState:
+    return harness.host.engine.installation("dedicated").kb(kb)
+
+
+def record_keys(host: FakePlugin, file_id: str) -> list[str]:
+    return [k for k in host.storage if k.startswith(file_record_key(KB, file_id))]
+
+
+# ---------------------------------------------------------------- deleting a file
+async def test_a_deleted_file_leaves_no_trace_in_the_state(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    state = state_of(harness)
+    assert state.records.get(solar.document_id) is not None
+    assert await harness.component.delete_document(KB, solar.document_id)
+    assert state.records.get(solar.document_id) is None, "the record cache still holds the deleted file"
+    assert solar.document_id not in state.known_files()
+    assert solar.document_id not in (state.stored_ids or set())
+    assert record_keys(host, solar.document_id) == []
+    assert not state.needs_upkeep()
+
+
+async def test_a_file_deleted_while_its_record_was_unsaved_does_not_come_back(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED and not record_keys(host, solar.document_id)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")  # retries what failed earlier
+    assert record_keys(host, solar.document_id) == [], "the deleted file's record was saved after all"
+    assert await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD) == []
+
+
+async def test_a_record_that_storage_failed_to_delete_is_deleted_by_a_later_request(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    assert record_keys(host, solar.document_id), "storage refused the deletion"
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id) == []
+    assert not state_of(harness).needs_upkeep()
+
+
+async def test_re_uploading_a_deleted_document_id_does_not_delete_vectors_first(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    before = host.calls["vector_delete"]
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
+    assert again.status == DocumentStatus.COMPLETED
+    assert host.calls["vector_delete"] == before, "the file is known to be gone: no delete round trip"
+
+
+async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(harness: Harness, host, monkeypatch):
+    files = [await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
+             for i in range(3)]
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]  # no snapshot: the files wait in `to_index`
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    back = restarted(host)
+    state = state_of(back)
+    await state.ensure_loaded(back.host, KB)
+    assert files[0].document_id in state.to_index
+    listed: list[dict] = []
+    back.host.fail("vector_list", when=lambda filters=None, **_: listed.append(filters or {}) and False)
+    await back.component.delete_document(KB, files[0].document_id)
+    assert files[0].document_id not in state.known_files()
+    assert not [f for f in listed if f.get("file_id") == files[0].document_id], "nothing left to index of it"
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 60.0)
+    assert await back.texts(KB, "gadget bay", settings={**KEYWORD, "top_k": 10})
+    assert state.index.file_ids() == {f.document_id for f in files[1:]}
+
+
+# ---------------------------------------------------------------- failed ingests
+async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("vector_upsert")
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    state = state_of(harness)
+    assert state.in_flight == set() and state.unsettled == set()
+    assert journal_key(KB, failed.document_id) not in host.storage
+    host.faults.clear()
+    retried = await harness.ingest(KB, "solar.txt", SOLAR, document_id=failed.document_id)
+    assert retried.status == DocumentStatus.COMPLETED
+    assert "42 kilowatts" in (await harness.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+async def test_vectors_a_failed_ingest_could_not_remove_are_removed_by_a_later_request(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    upserts = 0
+    real_upsert = host.vector_upsert
+
+    async def second_upsert_fails(*args, **kwargs):
+        nonlocal upserts
+        upserts += 1
+        if upserts == 2:
+            raise RuntimeError("vector DB went away")
+        return await real_upsert(*args, **kwargs)
+
+    host.vector_upsert = second_upsert_fails  # type: ignore[method-assign]
+    host.fail("vector_delete")
+    failed = await harness.ingest(KB, "parts.txt", b"\n\n".join(
+        f"Part {i} of the pump is checked weekly.".encode() for i in range(300)), settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert failed.status == DocumentStatus.FAILED
+    assert host.vectors_of(KB, failed.document_id), "the first batch could not be rolled back"
+    assert journal_key(KB, failed.document_id) in host.storage
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert host.vectors_of(KB, failed.document_id) == []
+    assert journal_key(KB, failed.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+
+
+async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_already_gone(host):
+    harness = Harness(host)
+    crashed = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    store = KbStore(host, KB)
+    await harness.invoke(store.write_journal, JournalEntry(crashed.document_id, 99))  # never committed
+    state = state_of(harness)
+    state.journals = {"0", crashed.document_id}  # sorted, the entry already gone comes first
+    await harness.invoke(state.reconcile, host, KB, math.inf)
+    assert host.vectors_of(KB, crashed.document_id) == [], "the crashed ingest's vectors were removed"
+    assert state.journals == set()
+
+
+# ---------------------------------------------------------------- repair
+async def test_repair_rebuilds_records_from_the_vectors_not_from_stale_storage(harness: Harness, host):
+    document_id = "doc-stale"
+    await harness.ingest(KB, "a.txt", b"The old manual says the valve is blue.", document_id=document_id)
+    stale = dict((k, v) for k, v in host.storage.items() if k.startswith(file_record_key(KB, document_id)))
+    await harness.ingest(KB, "a.txt", b"The new manual says the valve is orange.", document_id=document_id)
+    host.storage.update(stale)  # storage still has the first version's record
+    back = restarted(host)
+    state = state_of(back)
+    await back.invoke(state.ensure_loaded, back.host, KB)
+    assert await back.invoke(state.rebuild_from_vector_db, back.host, KB)
+    assert "orange" in (await back.texts(KB, "valve colour orange", settings=KEYWORD))[0]
+    assert await back.texts(KB, "blue", settings=KEYWORD) == []
+    state.records.clear()  # as if evicted from the cache: the repaired record is read from storage now
+    listed = back.host.calls["vector_list"]
+    assert "orange" in (await back.texts(KB, "valve colour orange", settings=KEYWORD))[0]
+    assert back.host.calls["vector_list"] == listed, "after the repair, stored records are trusted again"
+    assert "orange" in (await restarted(host).texts(KB, "valve orange", settings=KEYWORD))[0]
+
+
+async def test_repair_marks_the_kb_as_having_vectors_and_keeps_its_metric(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")  # the first query calibrates the distance metric
+    state = state_of(harness)
+    metric = state.metric
+    assert metric is not None
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
+    assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
+    assert state.has_vectors is True and state.loaded and state.meta_dirty
+    host.faults.clear()
+    await harness.retrieve(KB, "solar")  # the meta write is retried
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and meta.has_vectors is True and meta.metric == metric
+    assert not state.meta_dirty
+
+
+# ---------------------------------------------------------------- vector hits without a record
+async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_their_citation(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    for key in record_keys(host, solar.document_id):
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("vector_list", when=lambda filters=None, **_: bool(filters))  # nor rebuilt from its vectors
+    response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"})
+    assert response.results and "42 kilowatts" in response.results[0].content[0].text
+    assert response.results[0].metadata["file_id"] == solar.document_id
+    state = state_of(back)
+    assert set(state.adopted) == {response.results[0].id}
+    other = await back.ingest(KB, "tea.txt", TEA)
+    await back.component.delete_document(KB, other.document_id)
+    assert set(state.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
+    await back.component.delete_document(KB, solar.document_id)
+    assert state.adopted == {}
+
+
+def test_a_chunk_is_learnt_from_its_vector_metadata():
+    state = KnowledgeBaseState("kb")
+    hit = {"id": "c1", "document": "ignored", "metadata": {
+        "text": "Body", "file_id": "f1", "chunk_index": 3.0, "page": 2.0, "heading": "Intro",
+        "document_name": "Manual"}}
+    chunk = state.adopt_hit(hit)
+    assert chunk == ChunkRecord("c1", "f1", 3, "Body", "Intro", 2, document_name="Manual")
+    assert state.adopt_hit({"id": "c1", "metadata": {"text": "other", "file_id": "f9"}}) is chunk
+    bare = state.adopt_hit({"id": 7, "document": "From the document field",
+                            "metadata": {"file_id": 5, "chunk_index": "4", "page": 0}})
+    assert bare == ChunkRecord("7", "5", 0, "From the document field", "", None, document_name="")
+    assert state.adopt_hit({"id": "c3", "metadata": {"page": "2", "text": "T", "file_id": "f"}}).page is None
+    assert state.adopt_hit({"id": "c4", "metadata": {"file_id": "f1"}}) is None, "no text"
+    assert state.adopt_hit({"id": "c5", "document": "text", "metadata": {}}) is None, "no file"
+    assert state.adopt_hit({"id": "c6", "document": "text"}) is None
+    assert set(state.adopted) == {"c1", "7", "c3"}
+
+
+def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(kbstate_module, "ADOPTED_LIMIT", 2)
+    state = KnowledgeBaseState("kb")
+    for i in range(3):
+        state.adopt_hit({"id": f"c{i}", "metadata": {"text": "T", "file_id": "f"}})
+    assert set(state.adopted) == {"c2"}
+    state.adopt_hit({"id": "c3", "metadata": {"text": "T", "file_id": "f"}})
+    assert set(state.adopted) == {"c2", "c3"}
+
+
+
+# ---------------------------------------------------------------- retrying what storage refused
+async def test_a_request_with_nothing_to_retry_writes_nothing_to_storage(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    assert not state_of(harness).needs_upkeep()
+    writes = host.calls["set_plugin_storage"] + host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    await harness.retrieve(KB, "oolong", settings=KEYWORD)
+    assert host.calls["set_plugin_storage"] + host.calls["delete_plugin_storage"] == writes
+
+
+async def test_the_kb_mark_that_storage_refused_is_written_by_a_later_request(harness: Harness, host):
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    state = state_of(harness)
+    assert state.meta_dirty and state.metric is not None
+    host.faults.clear()
+    await harness.retrieve(KB, "solar")
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and (meta.metric, meta.has_vectors) == (state.metric, True)
+    assert not state.needs_upkeep()
+
+
+async def test_an_unsaved_record_is_saved_later_and_its_journal_entry_then_removed(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert journal_key(KB, solar.document_id) in host.storage, "kept until the record is saved"
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id)
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+async def test_a_journal_entry_that_storage_failed_to_delete_is_deleted_later(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert journal_key(KB, solar.document_id) in host.storage
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(harness).needs_upkeep()
+
+
+async def test_a_record_whose_deletion_failed_is_kept_when_the_file_was_uploaded_again(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await harness.component.delete_document(KB, solar.document_id)
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
+    assert again.status == DocumentStatus.COMPLETED
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id), "the re-uploaded file's record must stay"
+    assert not state_of(harness).needs_upkeep()
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+
+
+# ---------------------------------------------------------------- adopting a finished ingest
+def metadata_dropping_host() -> FakePlugin:
+    """Like Milvus/pgvector: vectors keep only text and file id, so a record rebuilt from them
+    has no heading and no document name."""
+    return FakePlugin(keep_metadata=("text", "file_id", "uuid"))
+
+
+MANUAL = b"# Pump manual\n\nThe M7 pump needs part PX-7-2 every spring."
+
+
+async def test_adoption_keeps_the_stored_record_when_only_the_index_snapshot_was_lost():
+    host = metadata_dropping_host()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)  # the index cannot be saved
+    manual = await harness.ingest(KB, "manual.md", MANUAL)
+    assert journal_key(KB, manual.document_id) in host.storage and record_keys(host, manual.document_id)
+    host.faults.clear()
+    back = restarted(host)  # the journal entry is settled by adopting the file
+    first = (await back.retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    assert journal_key(KB, manual.document_id) not in host.storage
+    again = (await restarted(host).retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    for hit in (first, again):
+        assert "PX-7-2" in hit.content[0].text
+        assert hit.metadata.get("heading") == "Pump manual", "the stored record (with headings) was kept"
+
+
+async def test_an_adopted_file_whose_record_was_lost_is_saved_by_the_first_request():
+    host = FakePlugin()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.faults.clear()
+    back = restarted(host)  # the unsaved record died with the process
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+    assert record_keys(host, solar.document_id), "adopting the file saved its record"
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state_of(back).needs_upkeep()
+
+
+async def test_an_adopted_file_whose_record_cannot_be_saved_yet_is_saved_by_a_later_request():
+    host = FakePlugin()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)  # still refused
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings=KEYWORD))[0]
+    state = state_of(back)
+    assert solar.document_id in state.unsaved and solar.document_id not in state.journals
+    assert state.unsaved[solar.document_id].chunks
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")
+    await back.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id)
+    assert journal_key(KB, solar.document_id) not in host.storage
+    assert not state.needs_upkeep()
+
+
+async def test_after_a_restart_records_are_read_from_storage_not_rebuilt_from_vectors():
+    host = metadata_dropping_host()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    await harness.ingest(KB, "manual.md", MANUAL)
+    back = restarted(host)
+    hit = (await back.retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
+    assert hit.metadata.get("heading") == "Pump manual"
+    assert back.host.calls["vector_list"] == 0, "every record was in plugin storage"
+
+
+async def test_the_metric_and_the_has_vectors_mark_are_stored_once_measured(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    state = state_of(harness)
+    assert state.metric is not None and not state.meta_dirty
+    assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
+    assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
+    assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
+
+
+async def test_re_uploading_a_file_whose_first_record_was_unsaved_keeps_the_new_version(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    first = await harness.ingest(KB, "valve.txt", b"The valve is painted blue.")
+    host.faults.clear()
+    await harness.ingest(KB, "valve.txt", b"The valve is painted orange.", document_id=first.document_id)
+    await harness.retrieve(KB, "anything")
+    assert not state_of(harness).unsaved
+    texts = await restarted(host).texts(KB, "valve painted", settings=KEYWORD)
+    assert texts == ["The valve is painted orange."]
+
+
+@pytest.mark.parametrize("refused", ["/kw/", "/kw/manifest"])
+async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later_request(harness: Harness, host,
+                                                                                        refused: str):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: refused in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    state = state_of(harness)
+    assert state.index_dirty
+    host.faults.clear()
+    await harness.retrieve(KB, "anything")
+    assert not state.index_dirty and not state.needs_upkeep()
+    back = restarted(host)
+    back_state = state_of(back)
+    await back.invoke(back_state.ensure_loaded, back.host, KB, False)
+    assert solar.document_id in back_state.index and not back_state.to_index, "the snapshot has the file"
+
+
+async def test_an_orphan_index_segment_is_deleted_once(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    orphan = index_segment_key(KB, "orphan")
+    host.storage[orphan] = b"Zleft by a crash"
+    back = restarted(host)
+    await back.retrieve(KB, "tea")
+    await back.retrieve(KB, "tea")
+    assert orphan not in host.storage
+    assert not state_of(back).needs_upkeep()
+
+
+async def test_other_kbs_requests_continue_finding_a_kbs_files_in_the_vector_db(harness: Harness, host, monkeypatch):
+    await harness.ingest("kb-other", "tea.txt", TEA)
+    for i in range(3):
+        await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
+    for key in [k for k in host.storage if k.startswith(f"lucidrag/v1/kb/{KB}/")]:
+        del host.storage[key]  # storage lost everything of this KB: its files are found in the vector DB
+    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
+    back = restarted(host)
+    await back.retrieve(KB, "gadget", settings=KEYWORD)
+    state = state_of(back)
+    assert state.indexing
+    monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 60.0)
+    for _ in range(3):
+        await back.retrieve("kb-other", "tea")  # the installation's later requests continue it
+    assert not state.indexing
+    assert len(state.index.file_ids()) == 3
+
+
+async def test_journal_entries_of_a_kb_that_never_had_a_vector_are_cleared_without_the_vector_db(host):
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    store = KbStore(host, KB)
+    for file_id in ("crashed-1", "crashed-2"):  # died before the first upsert
+        await harness.invoke(store.write_journal, JournalEntry(file_id, 3))
+    back = restarted(host)
+    await back.retrieve(KB, "anything")
+    assert not [k for k in host.storage if "/journal/" in k]
+    assert not any(back.host.calls[m] for m in ("vector_list", "vector_search", "vector_delete"))
+
+
+async def test_an_unreadable_journal_entry_without_vectors_leaves_no_record(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.storage[journal_key(KB, "ghost")] = b"garbage"
+    back = restarted(host)
+    await back.retrieve(KB, "anything")
+    assert journal_key(KB, "ghost") not in host.storage
+    assert record_keys(host, "ghost") == []
+    assert "ghost" not in state_of(back).known_files()
+
+
+async def test_a_record_rebuilt_from_vectors_that_cannot_be_saved_is_saved_later(harness: Harness, host):
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    for key in record_keys(host, solar.document_id):
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"}))[0]
+    state = state_of(back)
+    assert state.unsaved[solar.document_id].chunks
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")
+    assert record_keys(host, solar.document_id) and not state.unsaved
+
+
+# ---------------------------------------------------------------- what a restart knows
+async def test_the_first_upload_into_a_created_kb_stores_that_it_has_vectors(harness: Harness, host):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    assert (await harness.invoke(KbStore(host, KB).load_meta)).has_vectors is False
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    meta = await harness.invoke(KbStore(host, KB).load_meta)
+    assert meta is not None and meta.has_vectors is True
+    state = state_of(harness)
+    assert state.has_vectors is True and not state.fresh and not state.meta_dirty
+
+
+async def test_a_restart_keeps_the_measured_metric(harness: Harness, host):
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    metric = state_of(harness).metric
+    back = restarted(host)
+    await back.retrieve(KB, "solar")
+    assert metric is not None and state_of(back).metric == metric
+
+
+async def test_an_upload_after_a_failed_storage_listing_learns_which_files_exist(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")
+    await back.retrieve(KB, "tea")  # the load could not list storage
+    assert state_of(back).stored_ids is None
+    back.host.faults.clear()
+    before = back.host.calls["vector_delete"]
+    new = await back.ingest(KB, "solar.txt", SOLAR)
+    assert new.status == DocumentStatus.COMPLETED
+    assert back.host.calls["vector_delete"] == before, "storage says the file is new: nothing to delete first"
+
+
+async def test_a_shorter_re_upload_while_storage_cannot_be_listed_replaces_every_old_chunk(harness: Harness, host):
+    long_doc = await harness.ingest(KB, "parts.txt", b"\n\n".join(
+        f"Part {i} of the pump is checked weekly.".encode() for i in range(40)),
+        settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert len(host.vectors_of(KB, long_doc.document_id)) > 3
+    for key in [k for k in host.storage if "/kw/" in k]:
+        del host.storage[key]
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")  # whether the id exists cannot be known
+    again = await back.ingest(KB, "parts.txt", b"Part 1 of the pump is checked weekly.",
+                              document_id=long_doc.document_id, settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert again.status == DocumentStatus.COMPLETED
+    assert len(host.vectors_of(KB, long_doc.document_id)) == 1, "the old version's chunks were deleted first"

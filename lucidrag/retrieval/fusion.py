@@ -24,8 +24,13 @@ RRF_K = 60
 # (half the 0-1 rank value range) the benchmark gives up 0.001 on one set, 0.3 gave up 0.003
 # (docs/BENCHMARKS.md). In vector and keyword modes alone it gained +0.039 / +0.015 nDCG@10 on
 # CISI and +0.008 / +0.008 on SciFact, where a short abstract's two chunks took two of ten places.
+# Diversity only breaks near-ties (DIVERSITY_FLOOR): a demoted passage never falls behind one
+# under half its own rank value, nor, when it holds at least half the best, behind one under half
+# the best. Without the floor a KB with one relevant file showed unrelated files' best passages
+# (rank value ~0) before that file's second and third answers.
 FILE_DIVERSITY = True
 DIVERSITY_MARGIN = 0.5
+DIVERSITY_FLOOR = 0.5
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
 # stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
 # many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
@@ -112,19 +117,32 @@ def by_coverage(keyword: Sequence[Candidate]) -> list[Candidate]:
 def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
     """One passage per file first (FILE_DIVERSITY): a file's n-th passage (n = 0, 1, ...) ranks as
     if its rank value were n × DIVERSITY_MARGIN lower, so it follows other files' best passages
-    unless it beats them by more than that. `file_of` maps chunk id → file id."""
-    if not FILE_DIVERSITY:
+    unless it beats them by more than that, but never follows a clearly weaker passage
+    (`_demotion_floor`). `file_of` maps chunk id → file id."""
+    if not FILE_DIVERSITY or not ranked:
         return ranked
+    best = max(f.rank_value for f in ranked)
     seen: dict[str, int] = {}
     keyed: list[tuple[float, int, Fused]] = []
     for position, f in enumerate(ranked):
         file_id = file_of.get(f.chunk_id, f.chunk_id)
         n = seen.get(file_id, 0)
         seen[file_id] = n + 1
-        penalty = 0.0 if n == 0 else n * DIVERSITY_MARGIN
-        keyed.append((f.rank_value - penalty, -position, f))
+        key = f.rank_value
+        if n:
+            key = max(key - n * DIVERSITY_MARGIN, _demotion_floor(f.rank_value, best))
+        keyed.append((key, -position, f))
     keyed.sort(key=lambda k: (k[0], k[1]), reverse=True)
     return [f for _, _, f in keyed]
+
+
+def _demotion_floor(value: float, best: float) -> float:
+    """The lowest a demoted passage may rank: at DIVERSITY_FLOOR × the best when it holds at least
+    that much of the best (so nothing under that share of the best goes before it), else at
+    DIVERSITY_FLOOR × its own value. Equal keys keep the original order, which puts it first."""
+    if best > 0.0 and value >= DIVERSITY_FLOOR * best:
+        return DIVERSITY_FLOOR * best
+    return DIVERSITY_FLOOR * value
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

@@ -385,7 +385,7 @@ def _hit_row(hit: Hit) -> dict[str, Any]:
         "chunk_index": hit.chunk.index,
         "heading": hit.chunk.heading,
         "page": hit.chunk.page,
-        "citation": citation(hit.format, hit.chunk.page, hit.chunk.heading),
+        "citation": citation(hit.format, hit.chunk.page),  # the title is beside it, the heading in the text
         "vector_score": hit.vector_score,
         "keyword_score": hit.keyword_score,
         "fused_score": hit.score,

@@ -206,7 +206,8 @@ async def test_search_shows_vector_keyword_and_fused_scores_with_the_citation(ha
     assert data["mode"] == "hybrid"
     top = data["hits"][0]
     assert top["file_id"] == solar.document_id and "42 kilowatts" in top["text"]
-    assert top["document_name"] == "Energy report" and top["citation"] == "MARKDOWN · Energy report"
+    assert top["document_name"] == "Energy report" and top["citation"] == "MARKDOWN"
+    assert top["text"].startswith("Energy report\n") and top["text"].count("Energy report") == 1  # heading once
     assert 0 < top["vector_score"] <= 1 and 0 < top["keyword_score"] <= 1
     assert min(top["vector_score"], top["keyword_score"]) <= top["fused_score"] <= max(top["vector_score"], top["keyword_score"])
 

@@ -90,3 +90,33 @@ def test_a_structured_file_of_a_few_lines_is_one_chunk(name: str, data: bytes):
 
     chunks = chunk_document(parse_bytes(data, name), CreationSettings("model")).chunks
     assert len(chunks) == 1, chunks
+
+
+@pytest.mark.parametrize("creation, settings", [
+    ({}, {}),
+    ({"chunking": "parent_child"}, {}),
+])
+async def test_what_a_runner_prints_says_each_heading_path_once(harness: Harness, creation: dict, settings: dict):
+    # A runner prints each entry's `citation` and its content (README); the content starts with
+    # the heading path, so the citation must not repeat it, nor the title it starts with.
+    await harness.ingest(KB, "kettle.md", KETTLE.encode(), settings=creation)
+    response = await harness.retrieve(KB, "kettle descaling safety daily use",
+                                      settings={"top_k": 3, **settings}, creation=creation)
+    assert len(response.results) == 3
+    for entry in response.results:
+        told = f"source: {entry.metadata['citation']}\n{entry.content[0].text}"
+        heading = entry.metadata["heading"]
+        assert heading.startswith("Zephyr Kettle ZK-7 Manual › "), heading
+        assert told.count(heading) == 1 and told.count("Zephyr Kettle ZK-7 Manual") == 1, told
+        assert entry.content[0].text.startswith(heading + "\n"), told
+        assert entry.metadata["citation"] == "MARKDOWN"
+
+
+async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(harness: Harness):
+    await harness.ingest(KB, "notes.txt", "Tea house opening hours\n\nThe tea house opens at seven.".encode())
+    response = await harness.retrieve(KB, "When does the tea house open?")
+    entry = response.results[0]
+    assert entry.metadata["document_name"] == "Tea house opening hours"  # was "TEXT file, <date>"
+    assert entry.metadata["citation"] == "TEXT"
+    told = f"{entry.metadata['citation']}\n{entry.content[0].text}"
+    assert told.count("Tea house opening hours") == 1, told

@@ -119,6 +119,12 @@ def _whole_if_small(document: Document, size: int) -> Document:
     return replace(document, sections=(Section(text, (), first.page),))
 
 
+def with_title_line(document: Document, size: int) -> Document:
+    """The document with a headless text's title line made the heading of the text under it
+    (`_with_title`): what `document_name` reads, so a .txt's title line is its name too."""
+    return replace(document, sections=_with_title(document.sections, size))
+
+
 def _with_title(sections: tuple[Section, ...], size: int) -> tuple[Section, ...]:
     """Make a headless document's title line the heading of the text under it, so it stays with
     that text in every chunk (embedding and display) and is scored as a heading field."""

@@ -15,7 +15,7 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.errors import LucidRagError, ParseError, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings
-from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document
+from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
 from lucidrag.ingestion.document import Document, document_name
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.state.kbstate import KnowledgeBaseState
@@ -67,8 +67,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "No text could be extracted from this file. If it is a scan or a picture, choose an "
             "OCR parser plugin for this knowledge base; otherwise check that the file opens correctly."
         )
-    record = file_record(request.document_id, document.format, chunked,
-                         document_name(document, datetime.now(timezone.utc).date()))
+    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
+    record = file_record(request.document_id, document.format, chunked, name)
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
     store = KbStore(host, request.kb_id)

@@ -60,15 +60,17 @@ class Hit:
         return 1.0 - self.score
 
     def metadata(self) -> dict[str, Any]:
+        # LangBot's Retrieve Test titles each card with document_name (else the file's UUID).
+        name = self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
         meta: dict[str, Any] = {
             "file_id": self.chunk.file_id,
             "chunk_index": self.chunk.index,
             "heading": self.chunk.heading,
             "page": self.chunk.page if self.chunk.page is not None else 0,
             "format": self.format,
-            "citation": citation(self.format, self.chunk.page, self.chunk.heading),
-            # LangBot's Retrieve Test titles each card with this (else the file's UUID).
-            "document_name": self.chunk.document_name or f"{(self.format or 'unknown').upper()} file",
+            # The content starts with the heading path; the source line adds only what it lacks.
+            "citation": citation(self.format, self.chunk.page, name, self.chunk.heading),
+            "document_name": name,
         }
         return meta
 
@@ -372,10 +374,14 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def citation(file_format: str, page: int | None, heading: str) -> str:
-    parts = [file_format.upper()] if file_format else []
+def citation(file_format: str, page: int | None, document_name: str = "", heading: str = "") -> str:
+    """The source line of a passage, without what its content already says: the document's name
+    (unless its heading path, the content's first line, starts with it), format and page."""
+    parts = []
+    if document_name and not heading.startswith(document_name):
+        parts.append(document_name)
+    if file_format:
+        parts.append(file_format.upper())
     if page:
         parts.append(f"p. {page}")
-    if heading:
-        parts.append(heading)
     return " · ".join(parts)

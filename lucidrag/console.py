@@ -349,6 +349,8 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
         "advice": advice,
         "advice_key": key,
         "failed_at": failure.failed_at,
+        "langbot_file": failure.upload_key,  # the name LangBot's file list shows for this upload
+        "size": failure.size,
     }
 
 

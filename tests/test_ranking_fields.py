@@ -179,8 +179,8 @@ def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_fil
     from lucidrag.retrieval.fusion import DIVERSITY_MARGIN, Fused, diversify
 
     def ranked(second: float, other: float) -> list[str]:
-        hits = [Fused("a1", 0.9, None, None, 1.0), Fused("a2", 0.9, None, None, second),
-                Fused("b1", 0.3, None, None, other), Fused("c1", 0.0, None, None, 0.0)]
+        hits = [Fused("a1", 1.0, None, None, 1.0), Fused("a2", second, None, None, second),
+                Fused("b1", other, None, None, other), Fused("c1", 0.0, None, None, 0.0)]
         hits.sort(key=lambda f: f.rank_value, reverse=True)
         return [f.chunk_id for f in diversify(hits, {"a1": "a", "a2": "a", "b1": "b", "c1": "c"})]
 

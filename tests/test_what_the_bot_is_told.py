@@ -22,11 +22,12 @@ thirty minutes during descaling. Rinse the kettle twice before the next boil.
 
 ## Daily use
 
-Fill the kettle to the MAX mark, close the lid and press the switch. The kettle stops by itself.
+Fill the kettle to the MAX mark and let it stand on its base. A long boil is not needed: the
+kettle stops by itself.
 
 ## Safety
 
-Never immerse the kettle base in water. Unplug the kettle before cleaning it.
+Never let the kettle stand empty on a hot base. Unplug the kettle before descaling or cleaning it.
 """
 
 TEA_HOUSE = "茶馆笔记\n\n镇上的茶馆每天早上七点开门，茶农把新茶挑到石板街出售，茶馆里坐满了喝茶聊天的人。\n"
@@ -120,3 +121,17 @@ async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(ha
     assert entry.metadata["citation"] == "TEXT"
     told = f"{entry.metadata['citation']}\n{entry.content[0].text}"
     assert told.count("Tea house opening hours") == 1, told
+
+
+def test_of_two_about_equal_passages_the_one_whose_file_holds_more_of_the_answer_comes_first():
+    from lucidrag.retrieval.fusion import FILE_SUPPORT
+
+    # a: an abstract whose two halves both match; b: a single passage a little better than a's best
+    ranked = [Fused("b1", 0.62, 0.6, 0.64, 0.82), Fused("a1", 0.6, 0.6, 0.6, 0.80),
+              Fused("a2", 0.5, 0.5, 0.5, 0.60), Fused("c1", 0.3, 0.3, 0.3, 0.30)]
+    file_of = {"a1": "a", "a2": "a", "b1": "b", "c1": "c"}
+    assert [f.chunk_id for f in diversify(ranked, file_of, FILE_SUPPORT)][:2] == ["a1", "b1"]
+    # without the support the order is the fused one; a clear lead is not overturned
+    assert [f.chunk_id for f in diversify(ranked, file_of)][:2] == ["b1", "a1"]
+    ranked[0] = Fused("b1", 0.9, 0.9, 0.9, 1.0)
+    assert [f.chunk_id for f in diversify(ranked, file_of, FILE_SUPPORT)][:2] == ["b1", "a1"]

@@ -12,6 +12,7 @@ from typing import Any
 from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings, RetrievalSettings
+from lucidrag.retrieval import fusion
 from lucidrag.retrieval.fusion import (
     Candidate,
     Fused,
@@ -138,10 +139,10 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     if use_keyword:
         keyword = await _keyword_candidates(selector, state, request, pool, found)
     if settings.search_mode == "hybrid" and use_keyword:
-        ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
+        ranked = diversify(fuse(vector, by_coverage(keyword), settings.vector_weight), found.file_of,
+                            fusion.FILE_SUPPORT)
     else:
-        ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")
-    ranked = diversify(ranked, found.file_of)
+        ranked = diversify(single(vector or keyword, from_vector=settings.search_mode != "keyword"), found.file_of)
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:

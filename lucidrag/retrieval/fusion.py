@@ -27,10 +27,10 @@ RRF_K = 60
 # CISI and +0.008 / +0.008 on SciFact, where a short abstract's two chunks took two of ten places.
 # Diversity only breaks near-ties (DIVERSITY_FLOOR, on the absolute 0-1 evidence: the stronger of
 # cosine and keyword coverage): a demoted passage never follows one with under half its own
-# evidence, nor, when it holds at least half the best, one with under half the best. Without it a KB with one relevant file showed an unrelated file's best
-# passage (score ~0) before that file's second and third answers. The same floor on the min-max
-# rank value instead cost CISI 0.013 nDCG@10 (docs/BENCHMARKS.md): there most of a pool is above
-# half the range, and an abstract's second half pushed other relevant abstracts out.
+# evidence, nor, when it holds at least half the best, one with under half the best. Without it
+# a KB with one relevant file showed an unrelated file's best passage (score ~0) before that
+# file's second and third answers. The same floor on the min-max rank value cost CISI 0.013
+# nDCG@10, on the reported mean score 0.008; on evidence it costs nothing (docs/BENCHMARKS.md).
 FILE_DIVERSITY = True
 DIVERSITY_MARGIN = 0.5
 DIVERSITY_FLOOR = 0.5

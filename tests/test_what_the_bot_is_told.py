@@ -114,7 +114,7 @@ async def test_what_a_runner_prints_says_each_heading_path_once(harness: Harness
 
 
 async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(harness: Harness):
-    await harness.ingest(KB, "notes.txt", "Tea house opening hours\n\nThe tea house opens at seven.".encode())
+    await harness.ingest(KB, "notes.txt", b"Tea house opening hours\n\nThe tea house opens at seven.")
     response = await harness.retrieve(KB, "When does the tea house open?")
     entry = response.results[0]
     assert entry.metadata["document_name"] == "Tea house opening hours"  # was "TEXT file, <date>"

@@ -70,7 +70,7 @@ class Hit:
             "page": self.chunk.page if self.chunk.page is not None else 0,
             "format": self.format,
             # The content starts with the heading path; the source line adds only what it lacks.
-            "citation": citation(self.format, self.chunk.page, name, self.chunk.heading),
+            "citation": citation(self.format, self.chunk.page, self.chunk.document_name, self.chunk.heading),
             "document_name": name,
         }
         return meta

@@ -378,6 +378,8 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
         "advice": advice,
         "advice_key": key,
         "failed_at": failure.failed_at,
+        "langbot_file": failure.upload_key,  # the name LangBot's file list shows for this upload
+        "size": failure.size,
     }
 
 
@@ -414,7 +416,7 @@ def _hit_row(hit: Hit) -> dict[str, Any]:
         "chunk_index": hit.chunk.index,
         "heading": hit.chunk.heading,
         "page": hit.chunk.page,
-        "citation": citation(hit.format, hit.chunk.page, hit.chunk.heading),
+        "citation": citation(hit.format, hit.chunk.page),  # the title is beside it, the heading in the text
         "vector_score": hit.vector_score,
         "keyword_score": hit.keyword_score,
         "fused_score": hit.score,

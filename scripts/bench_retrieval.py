@@ -751,6 +751,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="corpus size (judged docs of the selected queries are always kept; default: "
                              "all: scifact 3,000, drcd 5,017)")
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--top-k", type=int, default=TOP_K, help="results per query (5 is the plugin's default)")
     parser.add_argument("--configs", default="", help="comma-separated subset of: " + ",".join(c.name for c in CONFIGS))
     parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.retrieval.fusion.RRF_K=20")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
@@ -763,6 +764,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scale-queries", type=int, default=200)
     args = parser.parse_args(argv)
     args.code = code_version()  # lucidrag was imported just now, with the tree in this state
+    globals()["TOP_K"] = args.top_k
     apply_patches(args.patch)
     if args.cjk_segmenter == "rjieba":
         import rjieba  # benchmark-only; MIT, a wheel

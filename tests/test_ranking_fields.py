@@ -178,15 +178,16 @@ which suggests that a longer course of the syrup could prevent more of these sev
 def test_a_files_second_passage_stays_ahead_only_when_it_clearly_beats_other_files():
     from lucidrag.retrieval.fusion import DIVERSITY_MARGIN, Fused, diversify
 
-    def ranked(second: float) -> list[str]:
-        hits = [Fused("a1", 0.9, None, None, 1.0), Fused("a2", 0.9, None, None, second),
-                Fused("b1", 0.3, None, None, 0.3), Fused("c1", 0.0, None, None, 0.0)]
+    def ranked(second: float, other: float) -> list[str]:
+        hits = [Fused("a1", 1.0, None, None, 1.0), Fused("a2", second, None, None, second),
+                Fused("b1", other, None, None, other), Fused("c1", 0.0, None, None, 0.0)]
+        hits.sort(key=lambda f: f.rank_value, reverse=True)
         return [f.chunk_id for f in diversify(hits, {"a1": "a", "a2": "a", "b1": "b", "c1": "c"})]
 
     # the manual's second relevant section far above every other file's best: it keeps its place
-    assert ranked(0.3 + DIVERSITY_MARGIN + 0.05) == ["a1", "a2", "b1", "c1"]
+    assert ranked(0.3 + DIVERSITY_MARGIN + 0.05, 0.3) == ["a1", "a2", "b1", "c1"]
     # about as good as another file's best: that file's passage is shown first
-    assert ranked(0.3 + DIVERSITY_MARGIN / 2) == ["a1", "b1", "a2", "c1"]
+    assert ranked(0.6 + DIVERSITY_MARGIN / 2, 0.6) == ["a1", "b1", "a2", "c1"]
 
 
 async def test_asking_for_fewer_results_does_not_change_which_come_first(harness: Harness):

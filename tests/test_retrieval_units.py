@@ -80,9 +80,12 @@ def test_merge_texts_removes_overlap_and_repeated_headings():
     assert merge_texts(["one", "two"]) == "one\ntwo"
 
 
-def test_citation_reads_like_a_source_line():
-    assert citation("pdf", 3, "Guide › Install") == "PDF · p. 3 · Guide › Install"
-    assert citation("text", None, "") == "TEXT"
+def test_citation_reads_like_a_source_line_without_what_the_content_says():
+    # the content starts with the heading path: the citation names the document only when that
+    # path does not start with its name
+    assert citation("pdf", 3, "Field report", "Guide › Install") == "Field report · PDF · p. 3"
+    assert citation("pdf", 3, "Guide", "Guide › Install") == "PDF · p. 3"
+    assert citation("text", None) == "TEXT"
 
 
 def _numbered(n: int) -> bytes:

@@ -94,7 +94,8 @@ class LucidRag(KnowledgeEngine):
         await remember_outcome(self.plugin, kb_id, result.document_id,
                                result.error_message if result.status == DocumentStatus.FAILED else None,
                                context.file_object.metadata.filename,
-                               None if kb_id in saved else context.creation_settings)
+                               None if kb_id in saved else context.creation_settings,
+                               context.file_object.metadata.file_size or 0)
         saved.add(kb_id)
         return result
 

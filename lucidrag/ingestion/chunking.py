@@ -25,7 +25,7 @@ the heading as a field of its own (keyword.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from semantic_text_splitter import TextSplitter
@@ -58,6 +58,9 @@ _CLAUSE_END = frozenset(";；,，、:：")
 # A plain-text document's first line is its title when it is short, ends without punctuation
 # and a blank line separates it from the text (the usual "Title\n\nText" of .txt files).
 TITLE_MAX_CHARS = 150
+# Formats whose every line names its own path ("backup.retention_days: 14"): a small file of
+# these is one chunk, not a piece per key that holds half an answer.
+SELF_DESCRIBING_FORMATS = frozenset({"json", "jsonl"})
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class ChunkedDocument:
 
 
 def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDocument:
+    document = _whole_if_small(document, settings.chunk_size)
     if settings.chunking == "parent_child":
         return _parent_child(document, settings)
     size, overlap = settings.chunk_size, settings.chunk_overlap
@@ -102,6 +106,23 @@ def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDoc
         for i, (text, section) in enumerate(pieces)
     )
     return ChunkedDocument(chunks)
+
+
+def _whole_if_small(document: Document, size: int) -> Document:
+    """A JSON / JSONL file whose whole text fits one chunk becomes one headless section."""
+    if document.format not in SELF_DESCRIBING_FORMATS or len(document.sections) < 2:
+        return document
+    text = document.text
+    if len(text) > size:
+        return document
+    first = document.sections[0]
+    return replace(document, sections=(Section(text, (), first.page),))
+
+
+def with_title_line(document: Document, size: int) -> Document:
+    """The document with a headless text's title line made the heading of the text under it
+    (`_with_title`): what `document_name` reads, so a .txt's title line is its name too."""
+    return replace(document, sections=_with_title(document.sections, size))
 
 
 def _with_title(sections: tuple[Section, ...], size: int) -> tuple[Section, ...]:

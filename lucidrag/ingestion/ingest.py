@@ -17,7 +17,7 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.errors import LucidRagError, ParseError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings
-from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document
+from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
 from lucidrag.ingestion.document import Document, document_name
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
@@ -73,8 +73,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "that the file opens correctly; for pictures without text (charts, photos) choose a "
             "vision model when creating the knowledge base."
         )
-    record = await run_blocking(file_record, request.document_id, document.format, chunked,
-                                document_name(document, datetime.now(timezone.utc).date()),
+    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
+    record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
     texts = [c.text for c in record.chunks]
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)

@@ -12,6 +12,7 @@ or this strongly matching", in every mode; the order follows the ranking value.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,8 +25,21 @@ RRF_K = 60
 # (half the 0-1 rank value range) the benchmark gives up 0.001 on one set, 0.3 gave up 0.003
 # (docs/BENCHMARKS.md). In vector and keyword modes alone it gained +0.039 / +0.015 nDCG@10 on
 # CISI and +0.008 / +0.008 on SciFact, where a short abstract's two chunks took two of ten places.
+# Diversity only breaks near-ties (DIVERSITY_FLOOR, on the absolute 0-1 evidence: the stronger of
+# cosine and keyword coverage): a demoted passage never follows one with under half its own
+# evidence, nor, when it holds at least half the best, one with under half the best. Without it
+# a KB with one relevant file showed an unrelated file's best passage (score ~0) before that
+# file's second and third answers. The same floor on the min-max rank value cost CISI 0.013
+# nDCG@10, on the reported mean score 0.008; on evidence it costs nothing (docs/BENCHMARKS.md).
 FILE_DIVERSITY = True
 DIVERSITY_MARGIN = 0.5
+DIVERSITY_FLOOR = 0.5
+# Document-level evidence (hybrid): a file's best passage ranks FILE_SUPPORT × its second-best
+# passage's rank value higher, so of two about equally good passages the one whose file holds
+# more of the answer comes first (short abstracts: ~2.7 chunks each). 0.1: nDCG@10 CISI +0.002,
+# SciFact subset +0.004; nDCG@5 at top_k 5 +0.008 / +0.009; 0.25 no better; keyword mode alone
+# loses 0.003-0.006, so it is not used there (docs/BENCHMARKS.md).
+FILE_SUPPORT = 0.1
 # Per-query list confidence: each list's weight is scaled by how clearly its best candidates
 # stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
 # many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
@@ -109,22 +123,68 @@ def by_coverage(keyword: Sequence[Candidate]) -> list[Candidate]:
     return ranked
 
 
-def diversify(ranked: list[Fused], file_of: dict[str, str]) -> list[Fused]:
+def diversify(ranked: list[Fused], file_of: dict[str, str], file_support: float = 0.0) -> list[Fused]:
     """One passage per file first (FILE_DIVERSITY): a file's n-th passage (n = 0, 1, ...) ranks as
     if its rank value were n × DIVERSITY_MARGIN lower, so it follows other files' best passages
-    unless it beats them by more than that. `file_of` maps chunk id → file id."""
-    if not FILE_DIVERSITY:
+    unless it beats them by more than that, but never follows a clearly weaker passage
+    (`_clearly_weaker_last`). A file's best passage ranks `file_support` × its second-best
+    passage's rank value higher (FILE_SUPPORT). `file_of` maps chunk id → file id."""
+    if not FILE_DIVERSITY or not ranked:
         return ranked
+    second_best: dict[str, float] = {}
+    seen_once: set[str] = set()
+    for f in ranked:  # best first: a file's second occurrence is its second-best passage
+        file_id = file_of.get(f.chunk_id, f.chunk_id)
+        if file_id in seen_once:
+            second_best.setdefault(file_id, f.rank_value)
+        seen_once.add(file_id)
     seen: dict[str, int] = {}
-    keyed: list[tuple[float, int, Fused]] = []
+    keyed: list[tuple[float, int, Fused, bool]] = []
     for position, f in enumerate(ranked):
         file_id = file_of.get(f.chunk_id, f.chunk_id)
         n = seen.get(file_id, 0)
         seen[file_id] = n + 1
-        penalty = 0.0 if n == 0 else n * DIVERSITY_MARGIN
-        keyed.append((f.rank_value - penalty, -position, f))
+        key = f.rank_value - n * DIVERSITY_MARGIN if n else f.rank_value + file_support * second_best.get(file_id, 0.0)
+        keyed.append((key, -position, f, n > 0))
     keyed.sort(key=lambda k: (k[0], k[1]), reverse=True)
-    return [f for _, _, f in keyed]
+    return _clearly_weaker_last([(f, demoted) for _, _, f, demoted in keyed])
+
+
+def _clearly_weaker_last(order: list[tuple[Fused, bool]]) -> list[Fused]:
+    """Move each demoted passage up to just before the first passage whose evidence is under its
+    floor: DIVERSITY_FLOOR × the best evidence when its own is at least that, else × its own.
+    Among the passages moved before one, the diversified order is kept. O(n log n)."""
+    best = max(_evidence(f) for f, _ in order)
+
+    def floor(f: Fused) -> float:
+        own = _evidence(f)
+        return DIVERSITY_FLOOR * (best if own >= DIVERSITY_FLOOR * best else own)
+
+    waiting = [(-floor(f), i) for i, (f, demoted) in enumerate(order) if demoted]
+    heapq.heapify(waiting)
+    placed: set[int] = set()
+    out: list[Fused] = []
+    for i, (f, _) in enumerate(order):
+        if i in placed:
+            continue
+        moved: list[int] = []
+        while waiting and -waiting[0][0] > _evidence(f):
+            j = heapq.heappop(waiting)[1]
+            if j not in placed:
+                moved.append(j)
+        for j in sorted(moved):
+            out.append(order[j][0])
+            placed.add(j)
+        out.append(f)
+        placed.add(i)
+    return out
+
+
+def _evidence(f: Fused) -> float:
+    """How similar or how strongly matching a passage is, on the absolute 0-1 scales: the stronger
+    of its cosine and its keyword coverage (a hybrid candidate found by one list only is not
+    weaker for the 0 its reported mean gets from the other)."""
+    return max(f.score, f.vector_score or 0.0, f.keyword_score or 0.0)
 
 
 def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:

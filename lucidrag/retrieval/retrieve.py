@@ -12,6 +12,7 @@ from typing import Any
 from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings, RetrievalSettings
+from lucidrag.retrieval import fusion
 from lucidrag.retrieval.fusion import (
     Candidate,
     Fused,
@@ -60,15 +61,17 @@ class Hit:
         return 1.0 - self.score
 
     def metadata(self) -> dict[str, Any]:
+        # LangBot's Retrieve Test titles each card with document_name (else the file's UUID).
+        name = self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
         meta: dict[str, Any] = {
             "file_id": self.chunk.file_id,
             "chunk_index": self.chunk.index,
             "heading": self.chunk.heading,
             "page": self.chunk.page if self.chunk.page is not None else 0,
             "format": self.format,
-            "citation": citation(self.format, self.chunk.page, self.chunk.heading),
-            # LangBot's Retrieve Test titles each card with this (else the file's UUID).
-            "document_name": self.chunk.document_name or f"{(self.format or 'unknown').upper()} file",
+            # The content starts with the heading path; the source line adds only what it lacks.
+            "citation": citation(self.format, self.chunk.page, self.chunk.document_name, self.chunk.heading),
+            "document_name": name,
         }
         return meta
 
@@ -136,10 +139,10 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
     if use_keyword:
         keyword = await _keyword_candidates(selector, state, request, pool, found)
     if settings.search_mode == "hybrid" and use_keyword:
-        ranked = fuse(vector, by_coverage(keyword), settings.vector_weight)
+        ranked = diversify(fuse(vector, by_coverage(keyword), settings.vector_weight), found.file_of,
+                            fusion.FILE_SUPPORT)
     else:
-        ranked = single(vector or keyword, from_vector=settings.search_mode != "keyword")
-    ranked = diversify(ranked, found.file_of)
+        ranked = diversify(single(vector or keyword, from_vector=settings.search_mode != "keyword"), found.file_of)
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:
@@ -372,10 +375,14 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def citation(file_format: str, page: int | None, heading: str) -> str:
-    parts = [file_format.upper()] if file_format else []
+def citation(file_format: str, page: int | None, document_name: str = "", heading: str = "") -> str:
+    """The source line of a passage, without what its content already says: the document's name
+    (unless its heading path, the content's first line, starts with it), format and page."""
+    parts = []
+    if document_name and not heading.startswith(document_name):
+        parts.append(document_name)
+    if file_format:
+        parts.append(file_format.upper())
     if page:
         parts.append(f"p. {page}")
-    if heading:
-        parts.append(heading)
     return " · ".join(parts)

@@ -34,6 +34,8 @@ class FailureRecord:
     format: str  # the upload's extension, e.g. "pdf" (the file may not have parsed far enough)
     document_name: str
     failed_at: float  # unix time
+    upload_key: str = ""  # the host's storage key of the upload: the name LangBot's file list shows
+    size: int = 0  # bytes
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), ensure_ascii=False).encode()
@@ -42,7 +44,8 @@ class FailureRecord:
     def from_bytes(cls, blob: bytes) -> FailureRecord:
         data = json.loads(blob)
         return cls(str(data["file_id"]), str(data["reason"]), str(data.get("format") or ""),
-                   str(data.get("document_name") or ""), float(data.get("failed_at") or 0.0))
+                   str(data.get("document_name") or ""), float(data.get("failed_at") or 0.0),
+                   str(data.get("upload_key") or ""), int(data.get("size") or 0))
 
 
 def upload_format(filename: str) -> str:
@@ -51,12 +54,30 @@ def upload_format(filename: str) -> str:
     return base.rsplit(".", 1)[-1].lower() if "." in base else ""
 
 
+def size_label(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def failed_file_name(fmt: str, size: int, at: float) -> str:
+    """What tells two failed uploads apart when nothing in them was readable: format, size and
+    the upload time to the second, e.g. "PDF file, 12.3 KB, 2026-12-03 19:52:20 UTC"."""
+    parts = [f"{(fmt or 'unknown').upper()} file"]
+    if size:
+        parts.append(size_label(size))
+    parts.append(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at)))
+    return ", ".join(parts)
+
+
 async def record_failure(host: HostApi, kb_id: str, file_id: str, reason: str, filename: str,
-                         document_name: str = "") -> bool:
+                         document_name: str = "", size: int = 0) -> bool:
     fmt = upload_format(filename)
-    record = FailureRecord(file_id, reason[:MAX_REASON], fmt,
-                           document_name or f"{(fmt or 'unknown').upper()} file, "
-                           f"{time.strftime('%Y-%m-%d', time.gmtime())}", time.time())
+    now = time.time()
+    record = FailureRecord(file_id, reason[:MAX_REASON], fmt, document_name or failed_file_name(fmt, size, now),
+                           now, (filename or "").rsplit("/", 1)[-1], size)
     return await put_value(host, failure_key(kb_id, file_id), record.to_bytes(),
                            f"why file {file_id} of kb {kb_id} failed")
 
@@ -81,7 +102,7 @@ async def list_failures(host: HostApi, kb_id: str, keys: list[str]) -> list[Fail
 
 
 async def remember_outcome(host: HostApi, kb_id: str, file_id: str, error_message: str | None,
-                           filename: str, creation_settings: Mapping[str, Any] | None) -> None:
+                           filename: str, creation_settings: Mapping[str, Any] | None, size: int = 0) -> None:
     """After an ingest: keep the KB's settings (for the console; None = already saved by this
     process) and record or clear the file's failure. Bounded in time and never raises: the ingest
     result must reach the host."""
@@ -89,7 +110,7 @@ async def remember_outcome(host: HostApi, kb_id: str, file_id: str, error_messag
         if creation_settings is not None:
             await save_creation_settings(host, kb_id, creation_settings)
         if error_message is not None:
-            await record_failure(host, kb_id, file_id, error_message, filename)
+            await record_failure(host, kb_id, file_id, error_message, filename, size=size)
         else:
             await forget_failure(host, kb_id, file_id)
     try:

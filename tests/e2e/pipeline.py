@@ -11,7 +11,7 @@ the LLM request holds the right passage together with its citation, in English a
 after the file is deleted its text never reaches the LLM.
 
 Scenario key "pipeline" (tests/e2e/e2e_samples.py):
-  {"questions": [{"label", "query", "expect_text", "expect_citation": [substrings]}],
+  {"questions": [{"label", "query", "expect_text", "expect_citation": [substrings], "expect_heading_once"}],
    "deleted": {"query", "expect_text"}}
 """
 from __future__ import annotations
@@ -68,7 +68,7 @@ def system_prompt(request: dict) -> str:
 
 
 def passages(prompt: str) -> list[Passage]:
-    """The fixture runner writes `[i] source: <document_name · citation>` then the passage text."""
+    """The fixture runner writes `[i] source: <citation>` then the passage text."""
     marks = list(PASSAGE.finditer(prompt))
     out = []
     for i, m in enumerate(marks):
@@ -166,6 +166,9 @@ def check_question(stage: Stage, q: dict, label: str) -> None:
     with_text = [p for p in found if needle in p.text.lower()]
     cites = q.get("expect_citation") or []
     right = [p for p in with_text if all(c in p.source for c in cites)]
+    heading = q.get("expect_heading_once")
+    if heading:  # the heading path is said once per passage: the text's first line, not in the source
+        right = [p for p in right if p.text.split("\n", 1)[0] == heading and heading not in p.source]
     detail = (f"source '{right[0].source}', {len(found)} passages" if right else
               f"{len(with_text)} of {len(found)} passages hold '{q['expect_text']}'; sources: "
               + _short([p.source for p in found], 400))

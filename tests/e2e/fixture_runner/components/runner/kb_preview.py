@@ -30,8 +30,9 @@ def passage_text(entry: dict[str, Any]) -> str:
 
 def source_label(entry: dict[str, Any], kb_name: str) -> str:
     md = entry.get("metadata") or {}
-    pieces = [str(md[k]) for k in ("document_name", "citation") if md.get(k)]
-    return " · ".join(pieces) or f"{kb_name} #{entry.get('id', '?')}"
+    # LucidRAG's citation names the document, format and page; the content starts with the
+    # heading path, so printing `heading` or `document_name` as well would say them twice.
+    return str(md.get("citation") or md.get("document_name") or f"{kb_name} #{entry.get('id', '?')}")
 
 
 def build_system_prompt(passages: list[tuple[str, str]], problems: list[str]) -> str:

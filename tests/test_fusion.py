@@ -104,10 +104,16 @@ def test_a_files_second_passage_follows_other_files_best_unless_far_better():
     order = [f.chunk_id for f in diversify(ranked, files)]
     assert order == ["f1-a", "f2-a", "f1-b", "x"]
     # f1-b: 0.8 - 0.5 = 0.3 < f2-a: 0.7; "x" (rank 0) is not penalised as a second passage of anything
-    spread = fuse([Candidate("a1", 1.0), Candidate("a2", 0.99), Candidate("a3", 0.98), Candidate("b1", 0.0)],
+    # b1 (cosine 0.6) is not clearly weaker than a3 (0.98): diversity may put it first
+    spread = fuse([Candidate("a1", 1.0), Candidate("a2", 0.99), Candidate("a3", 0.98), Candidate("b1", 0.6)],
                   [], vector_weight=1.0)
     order = [f.chunk_id for f in diversify(spread, {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})]
     assert order == ["a1", "a2", "b1", "a3"], "the n-th passage is n x the margin lower"
+    # ... but a passage with no evidence never rises above a file's strong passages (issue 20)
+    weak = fuse([Candidate("a1", 1.0), Candidate("a2", 0.99), Candidate("a3", 0.98), Candidate("b1", 0.0)],
+                [], vector_weight=1.0)
+    order = [f.chunk_id for f in diversify(weak, {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})]
+    assert order == ["a1", "a2", "a3", "b1"]
 
 
 def test_equal_rank_values_keep_their_order_after_diversifying():

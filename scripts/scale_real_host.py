@@ -540,13 +540,17 @@ class Run:
         t = time.time()
         s, b = self.api.call("DELETE", f"/api/v1/knowledge/bases/{kb}", timeout=600)
         kb_del_s = time.time() - t
-        n = b_ = None
-        while time.time() - t < 600:
-            n, b_ = self.db.storage(kb)
-            if n == 0:
-                break
+        # LucidRAG deletes the vectors in the hook and finishes the KB's storage keys with the next
+        # requests of the installation: one retrieve on the probe KB per second stands for them
+        after_hook = self.db.storage(kb)
+        n, b_, requests = *after_hook, 0
+        while n and time.time() - t < 600:
+            self.retrieve(probe_kb, "pump impeller", "keyword")
+            requests += 1
             time.sleep(1)
+            n, b_ = self.db.storage(kb)
         out["delete_kb"] = {"http": s, "wall_s": round(kb_del_s, 1), "storage_empty_after_s": round(time.time() - t, 1),
+                            "storage_left_after_hook": after_hook, "later_requests": requests,
                             "storage_rows_left": n, "storage_bytes_left": b_, "db_rows_left": self.db.rows_of_kb(kb),
                             "db_bytes_before": size_before_delete, "db_bytes_after": self.db.size()}
         self.api.call("DELETE", f"/api/v1/knowledge/bases/{probe_kb}")
@@ -589,8 +593,9 @@ def table(r: dict) -> str:
     d, k = r["delete_file"], r["delete_kb"]
     lines.append(f"| delete one file | HTTP {d['http']}, {d['wall_s']} s; record rows left {d['record_rows_left']}, "
                  f"text returned {d['text_returned']} |")
-    lines.append(f"| delete the KB | HTTP {k['http']}, {k['wall_s']} s; storage empty after {k['storage_empty_after_s']} s "
-                 f"(rows left {k['storage_rows_left']}); DB rows left {k['db_rows_left']}; vectors left "
+    lines.append(f"| delete the KB | HTTP {k['http']}, {k['wall_s']} s; storage rows/bytes left after the hook "
+                 f"{k['storage_left_after_hook']}, empty after {k['storage_empty_after_s']} s and {k['later_requests']} "
+                 f"later requests (rows left {k['storage_rows_left']}); DB rows left {k['db_rows_left']}; vectors left "
                  f"{k['vectors_left']} |")
     return "\n".join(lines)
 

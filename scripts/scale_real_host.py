@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import statistics
@@ -337,10 +336,13 @@ class Run:
     def plugin_pids(self) -> list[int]:
         return group_pids(self.plugin.proc.pid) if self.plugin.alive() else []
 
-    def cpu(self) -> dict[str, float]:
+    def cpu(self) -> dict[str, float | None]:
+        """CPU seconds per process group; PostgreSQL's None where its postmaster.pid cannot be read
+        from inside the namespace (root there cannot read the postgres user's 0600 files)."""
+        pg = self.db.server_pids()
         return {"plugin": cpu_s(self.plugin_pids()), "langbot": cpu_s(self.sv.pids("langbot")),
                 "lbp_rt": cpu_s(self.sv.pids("lbp_rt")), "embedder": cpu_s(self.sv.pids("embed")),
-                "postgres": cpu_s(self.db.server_pids())}
+                "postgres": cpu_s(pg) if pg else None}
 
     # --- KBs and files
     def create_kb(self, name: str) -> str:
@@ -467,12 +469,13 @@ class Run:
         for r in rows.values():
             statuses[r.get("status")] = statuses.get(r.get("status"), 0) + 1
         chunks = statuses.get("completed", 0) * CHUNKS_PER_FILE
-        cpu_d = {k: round(cpu1[k] - cpu0[k], 1) for k in cpu1}
+        cpu_d = {k: round(cpu1[k] - cpu0[k], 1) if cpu1[k] is not None and cpu0[k] is not None else None
+                 for k in cpu1}
         st_n, st_b = self.db.storage(kb)
         kw_n, kw_b = self.db.storage(kb, "kw/")
         out["ingest"] = {
             "files": statuses, "wall_s": round(ingest_s, 1), "chunks_per_s": round(chunks / ingest_s, 1),
-            "cpu_s": cpu_d, "plugin_cpu_share": round(cpu_d["plugin"] / max(1e-9, sum(cpu_d.values())), 3),
+            "cpu_s": cpu_d, "plugin_cpu_share": round(cpu_d["plugin"] / max(1e-9, sum(v for v in cpu_d.values() if v)), 3),
             "plugin_cpu_ms_per_chunk": round(1000 * cpu_d["plugin"] / max(1, chunks), 2),
             "storage_rows": st_n, "storage_bytes": st_b, "index_rows": kw_n, "index_bytes": kw_b,
             "storage_bytes_per_chunk": round(st_b / max(1, chunks), 1),

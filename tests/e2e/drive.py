@@ -43,6 +43,7 @@ import urllib.request
 import uuid
 
 import pipeline  # tests/e2e/pipeline.py: the KB-bound-to-a-pipeline stage
+import postgres  # tests/e2e/postgres.py: LangBot's database in PostgreSQL, read with psql
 
 TERMINAL = ("completed", "failed", "interrupted")
 GENERIC_FAIL = "Plugin ingestion returned failed status"
@@ -488,13 +489,14 @@ SCORE_TOLERANCE = 0.02
 
 def check_scores(args, api: "Api", kb: "KB", sc: dict) -> None:
     """The same query gets the same scores on every backend (the vector score is the cosine)."""
+    label = args.backend + ("+postgresql" if args.pg_socket_dir else "")  # LangBot's DB changes no score
     got: dict[str, list[float]] = {}
     queries = [q["query"] for q in sc["queries"][:4]]
     for mode in ("vector", "hybrid"):
         for q in queries:
             ok, res, err = retrieve(api, kb, q, {"search_mode": mode, "top_k": 3})
             got[f"{mode}|{q}"] = [round(float(r.get("score", -1)), 4) for r in res] if ok else []
-    R.info(f"top scores on {args.backend}: " + short({k[:40]: v for k, v in got.items()}, 600))
+    R.info(f"top scores on {label}: " + short({k[:40]: v for k, v in got.items()}, 600))
     if not args.scores_file:
         return
     try:
@@ -503,15 +505,15 @@ def check_scores(args, api: "Api", kb: "KB", sc: dict) -> None:
     except (OSError, ValueError):
         table = {}
     for other, theirs in sorted(table.items()):
-        if other == args.backend:
+        if other == label:
             continue
         diffs = [(k, a[0], b[0]) for k, a in got.items() for b in [theirs.get(k) or []] if a and b]
         worst = max((abs(a - b) for _, a, b in diffs), default=None)
-        R.check(f"[{kb.label}] top scores on {args.backend} = on {other} (within {SCORE_TOLERANCE}, "
+        R.check(f"[{kb.label}] top scores on {label} = on {other} (within {SCORE_TOLERANCE}, "
                 f"{len(diffs)} queries)", worst is not None and worst <= SCORE_TOLERANCE and len(diffs) == len(got),
                 f"max |diff| = {worst}" + ("" if worst is None or worst <= SCORE_TOLERANCE else
                                           "; " + short([d for d in diffs if abs(d[1] - d[2]) > SCORE_TOLERANCE])))
-    table[args.backend] = got
+    table[label] = got
     with open(args.scores_file, "w", encoding="utf-8") as f:
         json.dump(table, f, indent=1, sort_keys=True)
 
@@ -600,9 +602,12 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
 
     kbs: list[KB] = []
     stage = pipeline.new_stage(api, R, Api(args.llm_url), PluginProc) if args.llm_url else None
+    pg = postgres.new_stage(args, R)
     try:
         kb_a = create_kb(api, "A", plugin_id, cs, rs)
         kbs.append(kb_a)
+        if pg:
+            postgres.after_kb_created(pg, kb_a)
         s, b = api.call("GET", f"/api/v1/knowledge/bases/{kb_a.uuid}")
         stored = ((b.get("data") or {}).get("base") or {}) if ok_body(s, b) else {}
         R.check("[A] stored creation_settings are what we sent", stored.get("creation_settings") == cs,
@@ -615,6 +620,8 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
         for name, fe in kb_a.files.items():
             if fe["bad"]:
                 check_error_message(api, kb_a, name, fe)
+        if pg:
+            postgres.after_ingest(pg, kb_a)
 
         # ---- questions whose answers are in specific files
         run_queries(api, kb_a, sc["queries"], kbs)
@@ -643,6 +650,8 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
             recs = list_files(api, kb_a.uuid) or []
             R.check(f"[A] {del_name} gone from the file list", all(r.get("uuid") != fe["rec"]["uuid"] for r in recs),
                     f"{len(recs)} files left")
+            if pg:
+                postgres.after_file_delete(pg, kb_a, fe["rec"]["uuid"], del_name)
             qs = [q for q in sc["queries"] if q["expect_file"] == del_name] + [{"query": f} for f in fe["facts"]]
             for q in qs:
                 for mode in (None, "keyword"):
@@ -696,6 +705,8 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
                 continue
             s2, _ = api.call("GET", f"/api/v1/knowledge/bases/{kb.uuid}")
             R.check(f"KB {kb.label} gone (GET -> 404)", s2 == 404, f"HTTP {s2}")
+        if pg and kbs:
+            postgres.after_kb_deletes(pg, kbs)
     R.check("lbp run still alive at the end", plugin.alive())
     plugin.stop()
     check_vectors_left(args, kbs)
@@ -844,6 +855,12 @@ def main() -> int:
     ap.add_argument("--llm-url", default="", help="scripts/offline_llm.py; enables the pipeline stage")
     ap.add_argument("--browser-python", default="", help="a Python with Playwright: runs tests/e2e/browser.py")
     ap.add_argument("--browser-shots", default="", help="browser.py's screenshot folder")
+    ap.add_argument("--pg-socket-dir", default="", help="LangBot runs on PostgreSQL there: the postgres.* checks")
+    ap.add_argument("--pg-port", type=int, default=5432)
+    ap.add_argument("--pg-db", default="langbot")
+    ap.add_argument("--pg-user", default="langbot")
+    ap.add_argument("--psql", default="psql")
+    ap.add_argument("--langbot-sqlite", default="", help="the SQLite file LangBot must not create on PostgreSQL")
     ap.add_argument("--user", default="e2e@lucidrag.invalid")
     ap.add_argument("--password", default="e2e-Passw0rd!")
     args = ap.parse_args()

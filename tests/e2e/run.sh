@@ -18,6 +18,12 @@
 #   LUCIDRAG_E2E_BACKEND  LangBot's vector DB (`vdb.use`): chroma (default), milvus (Milvus Lite,
 #                         a local .db file) or seekdb (embedded). Exit 77 + a SKIPPED line if the
 #                         backend's packages cannot be installed or imported on this machine.
+#   LUCIDRAG_E2E_DB       LangBot's database: sqlite (default) or postgresql (a private PostgreSQL
+#                         server with pgvector on a Unix socket, started here outside the namespace:
+#                         scripts/host_env.sh host_pg_start; exit 77 + a SKIPPED line if none can
+#                         run). The
+#                         journey then adds its `postgres.*` checks; the browser and runtime stages
+#                         run on SQLite only.
 #   LUCIDRAG_E2E_SCORES   JSON file shared by runs on several backends: each run records its top
 #                         scores there and checks them against the other backends' (same score
 #                         for the same query on every backend)
@@ -51,6 +57,8 @@ if ! host_env_backend "$BACKEND"; then
   echo "0 passed, 0 failed"
   exit 77
 fi
+DB="${LUCIDRAG_E2E_DB:-sqlite}"
+case "$DB" in sqlite|postgresql) ;; *) echo "LUCIDRAG_E2E_DB must be sqlite or postgresql, not '$DB'"; echo "0 passed, 1 failed"; exit 2 ;; esac
 log "venvs ready: LangBot $("$LB_VENV/bin/pip" show langbot 2>/dev/null | awk '/^Version/{print $2}') in $LB_VENV; plugin venv $PL_VENV"
 
 RUN="$(mktemp -d "${TMPDIR:-/tmp}/lucidrag-e2e.XXXXXX")"
@@ -64,10 +72,15 @@ tar -C "$PLUGIN_DIR" --exclude=./.git --exclude='./.venv*' --exclude=./venv --ex
     --exclude=./.pytest_cache --exclude=./bench -cf - . | tar -C "$RUN/plugin" -xf -
 
 NS_PID=""
+PG_DIR=""
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   host_proc_stop_all 3  # scripts/host_env.sh: every service's process group
+  if [ -n "$PG_DIR" ]; then
+    host_pg_stop "$PG_DIR"
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ]; then rm -rf "$PG_DIR"; else log "kept PostgreSQL's cluster in $PG_DIR"; fi
+  fi
   local f
   if [ -n "$NS_PID" ]; then kill -TERM "$NS_PID" 2>/dev/null || true; fi
   local summary=""
@@ -77,7 +90,8 @@ cleanup() {
   if [ "$rc" -eq 77 ]; then summary="0 passed, 0 failed"; fi
   if [ -z "$summary" ]; then summary="0 passed, 1 failed"; [ "$rc" -eq 0 ] && rc=1; fi
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    for f in lbp_rt.log langbot.log plugin.log runner.log embed.log llm.log; do
+    [ -n "$PG_DIR" ] && [ -f "$PG_DIR/data/server.log" ] && cp "$PG_DIR/data/server.log" "$LOGS/postgresql.log"
+    for f in lbp_rt.log langbot.log plugin.log runner.log embed.log llm.log postgresql.log; do
       [ -f "$LOGS/$f" ] || continue
       echo "----- last 40 lines of $LOGS/$f"
       tail -n 40 "$LOGS/$f"
@@ -89,7 +103,7 @@ cleanup() {
     log "kept $RUN"
   fi
   log "exit $rc"
-  echo "E2E wall time: $(( $(date +%s) - T_START ))s (backend ${BACKEND:-chroma})"
+  echo "E2E wall time: $(( $(date +%s) - T_START ))s (backend ${BACKEND:-chroma}, database ${DB:-sqlite})"
   echo "$summary"
   exit "$rc"
 }
@@ -140,7 +154,17 @@ elif [ "${LUCIDRAG_E2E_BROWSER:-1}" = 0 ]; then
 else
   BROWSER_ARGS=(--browser-python "$BROWSER_PY" --browser-shots "$SHOTS")
 fi
-start langbot "$RUN/langbot" env "${VDB_ENV[@]}" \
+DB_ENV=()
+PG_ARGS=()
+if [ "$DB" = postgresql ]; then
+  DB_ENV=(DATABASE__USE=postgresql "DATABASE__POSTGRESQL__HOST=$PG_SOCKET_DIR" "DATABASE__POSTGRESQL__PORT=$PG_PORT"
+          "DATABASE__POSTGRESQL__USER=$PG_USER" DATABASE__POSTGRESQL__PASSWORD= "DATABASE__POSTGRESQL__DATABASE=$PG_DB")
+  PG_ARGS=(--pg-socket-dir "$PG_SOCKET_DIR" --pg-port "$PG_PORT" --pg-db "$PG_DB" --pg-user "$PG_USER"
+           --psql "$PG_BIN/psql" --langbot-sqlite "$RUN/langbot/data/langbot.db")
+  BROWSER_ARGS=()  # the browser journey does not depend on LangBot's database: once, on SQLite
+  echo "[inner] LangBot's database: PostgreSQL on $PG_SOCKET_DIR (database $PG_DB)"
+fi
+start langbot "$RUN/langbot" env "${VDB_ENV[@]}" ${DB_ENV[@]+"${DB_ENV[@]}"} \
   API__HOST=127.0.0.1 API__PORT=5300 \
   PLUGIN__RUNTIME_WS_URL=ws://127.0.0.1:5400/control/ws \
   PLUGIN__DISPLAY_PLUGIN_DEBUG_URL=ws://127.0.0.1:5401/plugin/debug/ws \
@@ -156,7 +180,7 @@ echo "[inner] LangBot listening on 127.0.0.1:5300 after $(( $(date +%s) - T0 ))s
   --backend "$BACKEND" --chroma-path "$RUN/langbot/data/chroma" \
   --milvus-uri "$RUN/langbot/data/milvus.db" --seekdb-path "$RUN/langbot/data/seekdb" \
   --langbot-pid-file "$PIDS/langbot.pid" --scores-file "${LUCIDRAG_E2E_SCORES:-}" \
-  --llm-url http://127.0.0.1:5700 "${BROWSER_ARGS[@]}" \
+  --llm-url http://127.0.0.1:5700 ${BROWSER_ARGS[@]+"${BROWSER_ARGS[@]}"} ${PG_ARGS[@]+"${PG_ARGS[@]}"} \
   --workdir "$RUN/work" --plugin-log "$LOGS/plugin.log" --plugin-pid-file "$PIDS/plugin.pid" \
   2>&1 | tee "$LOGS/drive.log"
 DRIVE_RC=${PIPESTATUS[0]}
@@ -169,7 +193,15 @@ INNER
 # without it makes browser.py print "SKIPPED browser: <why>". Screenshots: git-ignored .e2e-artifacts/.
 BROWSER_PY="${LUCIDRAG_E2E_BROWSER_PYTHON:-python3}"
 SHOTS="${LUCIDRAG_E2E_SHOTS:-$REPO/.e2e-artifacts/browser}"
-export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO BACKEND BROWSER_PY SHOTS
+if [ "$DB" = postgresql ]; then
+  PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/lucidrag-pg.XXXXXX")"  # its own dir: the server's OS user must own it
+  if ! host_pg_start "$PG_DIR" "-c fsync=off"; then
+    echo "SKIPPED: LangBot on PostgreSQL: no PostgreSQL server can run here (see above; Debian: apt-get install postgresql)"
+    exit 77
+  fi
+fi
+export RUN LOGS PIDS HERE REPO LB_VENV PL_VENV MINILM_PATH EMBED_MODE SCENARIO BACKEND BROWSER_PY SHOTS DB
+export PG_SOCKET_DIR="${PG_SOCKET_DIR:-}" PG_PORT="${PG_PORT:-}" PG_DB="${PG_DB:-}" PG_USER="${PG_USER:-}" PG_BIN="${PG_BIN:-}"
 log "vector backend: $BACKEND"
 log "starting embedder, lbp rt, LangBot inside a private network namespace"
 set +e

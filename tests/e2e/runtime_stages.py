@@ -329,6 +329,9 @@ def run(drive, args, api, embed, plugin, report) -> None:
     if args.backend != "chroma":
         report.info(f"runtime stages: Chroma only, skipped on {args.backend}")
         return
+    if args.pg_socket_dir:
+        report.info("runtime stages: once, on LangBot's default SQLite database; skipped on PostgreSQL")
+        return
     manifest = os.path.join(os.path.dirname(os.path.abspath(args.scenario)), "runtime", "runtime.json")
     if not os.path.isfile(manifest):
         report.info(f"runtime stages: no {manifest} (written by tests/e2e/runtime_samples.py); skipped")

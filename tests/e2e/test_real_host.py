@@ -71,13 +71,30 @@ NOT_RUN: dict[str, str] = {}
 def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
     if not _wanted(backend):
         pytest.skip(f"E2E on {backend}: not in LUCIDRAG_E2E_BACKENDS (default: chroma only)")
+    _journey(backend, "sqlite", scores_file, tmp_path, capsys)
+
+
+def test_real_langbot_host_on_postgresql(scores_file, tmp_path, capsys):
+    """The journey with LangBot's database (and so LucidRAG's plugin storage) in PostgreSQL: a
+    private server from Debian's `postgresql` package that run.sh starts on a Unix socket, plus the
+    `postgres.*` checks (tests/e2e/postgres.py). Runs when LUCIDRAG_E2E_POSTGRES=1 (.ci/run's stage
+    3); SKIPPED with the reason where no PostgreSQL server can run."""
+    if os.environ.get("LUCIDRAG_E2E_POSTGRES") != "1":
+        pytest.skip("E2E with LangBot on PostgreSQL: set LUCIDRAG_E2E_POSTGRES=1 (.ci/run's stage 3 does)")
+    _journey("chroma", "postgresql", scores_file, tmp_path, capsys)
+    lines = RUN_LINES["chroma+postgresql"]
+    assert any(ln.startswith("[PASS] postgres.") for ln in lines), "no [PASS] postgres.* line"
+
+
+def _journey(backend: str, db: str, scores_file: Path, tmp_path: Path, capsys) -> None:
+    run_name = backend if db == "sqlite" else f"{backend}+{db}"
     if os.environ.get("LUCIDRAG_SKIP_E2E") == "1":
-        NOT_RUN[backend] = "real-host E2E skipped on purpose: LUCIDRAG_SKIP_E2E=1"
-        pytest.skip(NOT_RUN[backend])
+        NOT_RUN[run_name] = "real-host E2E skipped on purpose: LUCIDRAG_SKIP_E2E=1"
+        pytest.skip(NOT_RUN[run_name])
     why = _why_no_namespace()
     if why:
-        NOT_RUN[backend] = "real-host E2E needs a private network namespace: " + why
-        pytest.skip(NOT_RUN[backend])
+        NOT_RUN[run_name] = "real-host E2E needs a private network namespace: " + why
+        pytest.skip(NOT_RUN[run_name])
     assert (REPO / "manifest.yaml").is_file(), "no manifest.yaml in the repo root: the plugin is missing"
 
     # tests/e2e/e2e_samples.py, loaded by path (needs the dev requirements: python-docx, ...)
@@ -86,7 +103,7 @@ def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
     spec.loader.exec_module(samples)
     samples_dir = tmp_path / "samples"
     samples.generate(str(samples_dir))
-    if backend == "chroma":  # files for issue 9's runtime stages (runtime_stages.py: Chroma only)
+    if backend == "chroma" and db == "sqlite":  # files for issue 9's runtime stages (runtime_stages.py: Chroma only)
         spec = importlib.util.spec_from_file_location("lucidrag_runtime_samples", HERE / "runtime_samples.py")
         runtime_samples = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(runtime_samples)
@@ -97,7 +114,7 @@ def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
     with capsys.disabled():
         print(f"\n[real-host E2E] tests/e2e/run.sh (first run builds venvs in "
               f"{os.environ.get('LUCIDRAG_CACHE', '~/.cache/lucidrag')})", flush=True)
-        env = dict(os.environ, LUCIDRAG_E2E_BACKEND=backend, LUCIDRAG_E2E_SCORES=str(scores_file),
+        env = dict(os.environ, LUCIDRAG_E2E_BACKEND=backend, LUCIDRAG_E2E_DB=db, LUCIDRAG_E2E_SCORES=str(scores_file),
                    LUCIDRAG_E2E_BROWSER_PYTHON=os.environ.get("LUCIDRAG_E2E_BROWSER_PYTHON", sys.executable))
         proc = subprocess.Popen(["bash", str(HERE / "run.sh"), str(REPO), str(samples_dir / "scenario.json")],
                                 env=env,
@@ -121,10 +138,10 @@ def test_real_langbot_host_user_journey(backend, scores_file, tmp_path, capsys):
         except BaseException:
             os.killpg(proc.pid, 15)
             raise
-    RUN_LINES[backend] = lines
+    RUN_LINES[run_name] = lines
     if rc == 77:
-        NOT_RUN[backend] = next((ln for ln in lines if ln.startswith("SKIPPED")), f"{backend} cannot run here")
-        pytest.skip(NOT_RUN[backend])
+        NOT_RUN[run_name] = next((ln for ln in lines if ln.startswith("SKIPPED")), f"{run_name} cannot run here")
+        pytest.skip(NOT_RUN[run_name])
     browser_failed = any(ln.startswith("[FAIL] browser.") for ln in lines)
     fails = [ln for ln in lines if ln.startswith("[FAIL]") and not ln.startswith("[FAIL] browser.")]
     summary = next((ln for ln in reversed(lines) if ln.endswith(" failed") and " passed, " in ln), "no summary line")

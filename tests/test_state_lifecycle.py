@@ -17,9 +17,11 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 import lucidrag.engine as engine_module
 import lucidrag.state.kbstate as kbstate_module
 from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import ChunkRecord
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore
+from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import restarted
 
@@ -67,12 +69,17 @@ async def test_a_record_that_storage_failed_to_delete_is_deleted_by_a_later_requ
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.ingest(KB, "tea.txt", TEA)
     host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
-    assert await harness.component.delete_document(KB, solar.document_id)
+    assert not await harness.component.delete_document(KB, solar.document_id), "its record is still stored"
     assert record_keys(host, solar.document_id), "storage refused the deletion"
+    for mode in ("keyword", "vector"):
+        assert not [t for t in await harness.texts(KB, "solar array kilowatts", settings={"search_mode": mode})
+                    if "42 kilowatts" in t], f"a file being deleted is no answer ({mode})"
     host.faults.clear()
     await harness.retrieve(KB, "anything")
     assert record_keys(host, solar.document_id) == []
     assert not state_of(harness).needs_upkeep()
+    assert await harness.component.delete_document(KB, solar.document_id), "LangBot's retry finds it done"
+    assert await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD) == []
 
 
 async def test_re_uploading_a_deleted_document_id_does_not_delete_vectors_first(harness: Harness, host):
@@ -112,8 +119,11 @@ async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: 
     failed = await harness.ingest(KB, "solar.txt", SOLAR)
     assert failed.status == DocumentStatus.FAILED
     state = state_of(harness)
-    assert state.in_flight == set() and state.unsettled == set()
+    assert state.in_flight == set() and state.journals == set() and not state.journalled
+    assert state.files.state(failed.document_id) is FileState.DELETED, "its vectors are gone: nothing to settle"
+    assert failed.document_id in state.unsettled, "a FAILED file is never an answer"
     assert journal_key(KB, failed.document_id) not in host.storage
+    assert not state.needs_upkeep()
     host.faults.clear()
     retried = await harness.ingest(KB, "solar.txt", SOLAR, document_id=failed.document_id)
     assert retried.status == DocumentStatus.COMPLETED
@@ -153,7 +163,8 @@ async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_alre
     store = KbStore(host, KB)
     await harness.invoke(store.write_journal, JournalEntry(crashed.document_id, 99))  # never committed
     state = state_of(harness)
-    state.journals = {"0", crashed.document_id}  # sorted, the entry already gone comes first
+    for file_id in ("0", crashed.document_id):  # as a restart's listing finds them (sorted: "0" is gone)
+        state.files.move(file_id, FileState.JOURNALLED)
     await harness.invoke(state.reconcile, host, KB, math.inf)
     assert host.vectors_of(KB, crashed.document_id) == [], "the crashed ingest's vectors were removed"
     assert state.journals == set()
@@ -215,8 +226,16 @@ async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_thei
     assert state.adopted == {}
 
 
-def test_a_chunk_is_learnt_from_its_vector_metadata():
+def indexing_state() -> KnowledgeBaseState:
+    """A state whose keyword index is not complete yet (storage lost, the vector DB being listed):
+    any file's vector hits may be answers."""
     state = KnowledgeBaseState("kb")
+    state.discovery = FileDiscovery()
+    return state
+
+
+def test_a_chunk_is_learnt_from_its_vector_metadata():
+    state = indexing_state()
     hit = {"id": "c1", "document": "ignored", "metadata": {
         "text": "Body", "file_id": "f1", "chunk_index": 3.0, "page": 2.0, "heading": "Intro",
         "document_name": "Manual"}}
@@ -231,11 +250,15 @@ def test_a_chunk_is_learnt_from_its_vector_metadata():
     assert state.adopt_hit({"id": "c5", "document": "text", "metadata": {}}) is None, "no file"
     assert state.adopt_hit({"id": "c6", "document": "text"}) is None
     assert set(state.adopted) == {"c1", "7", "c3"}
+    state.discovery = None  # the index is complete: a file nothing names is a failed ingest's leftover
+    assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is None
+    state.unrecorded.add("f8")  # the index snapshot named it, its record was lost
+    assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is not None
 
 
 def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(kbstate_module, "ADOPTED_LIMIT", 2)
-    state = KnowledgeBaseState("kb")
+    state = indexing_state()
     for i in range(3):
         state.adopt_hit({"id": f"c{i}", "metadata": {"text": "T", "file_id": "f"}})
     assert set(state.adopted) == {"c2"}
@@ -297,7 +320,7 @@ async def test_a_record_whose_deletion_failed_is_kept_when_the_file_was_uploaded
     await harness.ingest(KB, "tea.txt", TEA)
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
-    assert await harness.component.delete_document(KB, solar.document_id)
+    assert not await harness.component.delete_document(KB, solar.document_id), "its record is still stored"
     again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
     assert again.status == DocumentStatus.COMPLETED
     host.faults.clear()

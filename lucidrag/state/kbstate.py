@@ -92,6 +92,9 @@ class KnowledgeBaseState:
     look_in_vector_db: bool = False  # storage knows no file: the vector DB is to be listed
     trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
     adopted: dict[str, ChunkRecord] = field(default_factory=dict)  # vector hits without a record
+    # files the index snapshot named without a stored record: deleted while the snapshot lagged
+    # (their vectors went first) or whose record storage lost (their vectors are still answers)
+    unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     meta_dirty: bool = False
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
@@ -211,7 +214,7 @@ class KnowledgeBaseState:
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
         once per process for this KB, so bulk uploads cost one listing, not one per file."""
-        if file_id in self.index or file_id in self.files or file_id in self.to_index:
+        if file_id in self.index or self._may_have_vectors(file_id) or file_id in self.to_index:
             return True
         if self.stored_ids is None:
             snapshot = await list_keys(store.host)
@@ -221,7 +224,11 @@ class KnowledgeBaseState:
                 # every upload a new id, so a skipped delete costs nothing in practice.
                 return self.has_vectors is True and not self.fresh
             self.seed(snapshot)
-        return file_id in (self.stored_ids or ()) or file_id in self.files
+        return file_id in (self.stored_ids or ()) or self._may_have_vectors(file_id)
+
+    def _may_have_vectors(self, file_id: str) -> bool:
+        """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
+        return file_id in self.files and self.files.state(file_id) is not FileState.DELETED
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this
@@ -284,6 +291,7 @@ class KnowledgeBaseState:
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
                 gone = sorted(indexed - self.stored_ids - set(self.files))
+                self.unrecorded.update(gone)
                 if len(gone) > max(16, len(indexed) // 2):
                     # Not a few deletes the snapshot missed: it belongs to other records. Removing
                     # files one by one without their terms would cost more than indexing afresh.
@@ -481,6 +489,7 @@ class KnowledgeBaseState:
             self.files.move(file_id, FileState.DELETING)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
+            self.unrecorded.discard(file_id)
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
@@ -638,10 +647,12 @@ class KnowledgeBaseState:
         return not self.indexing
 
     def may_know(self, file_id: str) -> bool:
-        """Whether vectors of this file may be an answer: it is indexed, or the index is not
-        complete yet. Once it is, vectors of a file nothing names are what a failed ingest could
-        not remove (storage and the vector DB failed at once): never answers."""
-        return self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
+        """Whether vectors of this file may be an answer: it is indexed, the index snapshot named it
+        (its record was lost), or the index is not complete yet. Once it is, vectors of a file
+        nothing names are what a failed ingest could not remove (storage and the vector DB failed
+        at once): never answers."""
+        return (self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
+                or file_id in self.unrecorded)
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its

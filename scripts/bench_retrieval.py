@@ -29,7 +29,7 @@ Configurations (one KB per chunking):
   hybrid@0.3 / hybrid@0.7   other vector weights
   (rerank: no cross-encoder ships offline in a PyPI package, so there is no rerank row)
 
-``--patch lucidrag.retrieval.fusion.RRF_K=20`` sets a module attribute before running (to measure a
+``--patch lucidrag.retrieval.fusion.DIVERSITY_MARGIN=0.3`` sets a module attribute before running (to measure a
 proposed change without editing lucidrag/); it may be repeated.
 
 Scale mode (``--scale``) ingests synthetic mixed English/Chinese chunks (scripts/bench_keyword.py's
@@ -410,20 +410,14 @@ def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
 
 
 def _rrf_k(k: int):
-    """Weighted RRF with constant k (lucidrag.retrieval.fusion.fuse_rrf, the ranking before commit 84c8758)."""
+    """Weighted RRF with constant k (bench/rrf.py, the ranking before commit 84c8758)."""
     def apply(bench: Bench) -> Callable[[], None]:
-        from lucidrag.retrieval import fusion
+        from bench.rrf import fuse_rrf
         from lucidrag.retrieval import retrieve as r
-        if hasattr(fusion, "fuse_rrf"):  # convex combination is the default: switch back to RRF
-            rrf = fusion.fuse_rrf
 
-            def fuse(vector, keyword, vector_weight, *_: Any):
-                return rrf(vector, keyword, vector_weight, k=k)
-            return _set_attr(r, "fuse", fuse)
-        # older tree: fuse(..., k=RRF_K) bound the default at import, patching RRF_K alone does nothing
-        old = fusion.fuse.__defaults__
-        fusion.fuse.__defaults__ = (k,)
-        return lambda: setattr(fusion.fuse, "__defaults__", old)
+        def fuse(vector, keyword, vector_weight, *_: Any):
+            return fuse_rrf(vector, keyword, vector_weight, k=k)
+        return _set_attr(r, "fuse", fuse)
     return apply
 
 
@@ -601,10 +595,6 @@ def apply_patches(patches: Sequence[str]) -> None:
             raise SystemExit(f"--patch: {module_name} has no attribute {attr}")
         value = json.loads(raw) if raw[:1] in "-0123456789[{tfn\"" else raw
         setattr(module, attr, value)
-        if module_name == "lucidrag.retrieval.fusion" and attr == "RRF_K":  # bound as a default argument at import
-            target_fn = getattr(module, "fuse_rrf", module.fuse)
-            if target_fn.__defaults__:
-                target_fn.__defaults__ = (value,)
         print(f"patched {module_name}.{attr} = {value!r}", file=sys.stderr)
 
 
@@ -753,7 +743,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--top-k", type=int, default=TOP_K, help="results per query (5 is the plugin's default)")
     parser.add_argument("--configs", default="", help="comma-separated subset of: " + ",".join(c.name for c in CONFIGS))
-    parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.retrieval.fusion.RRF_K=20")
+    parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.retrieval.fusion.DIVERSITY_MARGIN=0.3")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
                         "proposed changes patched in ('all' or a comma list of: " + ",".join(VARIANTS) + "; a+b combines)")
     parser.add_argument("--cjk-segmenter", default="", choices=["", "rjieba"],

@@ -5,7 +5,7 @@ for keyword candidates, chosen by BM25, the query coverage of the chunk, `by_cov
 chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
 (`_confidence`), and the top is diversified to one passage per file (`diversify`). Every
 choice here is measured on four collections in docs/BENCHMARKS.md (score fusion beat weighted
-reciprocal-rank fusion, `fuse_rrf`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
+reciprocal-rank fusion, `bench/rrf.py`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
 or this strongly matching", in every mode; the order follows the ranking value.
 """
@@ -16,7 +16,6 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-RRF_K = 60
 # One-passage-per-file diversity (every mode): a file's second passage ranks behind other files' best
 # passages unless its fused rank value beats theirs by more than DIVERSITY_MARGIN (its n-th
 # passage: n × the margin), so a file whose two sections both answer keeps both on top, while a
@@ -198,28 +197,6 @@ def _min_max(candidates: Sequence[Candidate]) -> dict[str, float]:
 def _by_best(candidates: Sequence[Candidate]) -> dict[str, float]:
     best = max((c.rank_strength for c in candidates), default=0.0)
     return {c.chunk_id: c.rank_strength / best if best > 0.0 else 1.0 for c in candidates}
-
-
-def fuse_rrf(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weight: float,
-             k: int = RRF_K) -> list[Fused]:
-    """Weighted RRF of two best-first lists. Ties keep the vector list's order."""
-    keyword_weight = 1.0 - vector_weight
-    vector_rank = {c.chunk_id: (r, c.score) for r, c in enumerate(vector)}
-    keyword_rank = {c.chunk_id: (r, c.score) for r, c in enumerate(keyword)}
-    order = list(dict.fromkeys([c.chunk_id for c in vector] + [c.chunk_id for c in keyword]))
-    fused: list[Fused] = []
-    for chunk_id in order:
-        v = vector_rank.get(chunk_id)
-        kw = keyword_rank.get(chunk_id)
-        rank_value = (vector_weight / (k + v[0] + 1) if v else 0.0) + (
-            keyword_weight / (k + kw[0] + 1) if kw else 0.0
-        )
-        v_score = v[1] if v else None
-        k_score = kw[1] if kw else None
-        score = vector_weight * (v_score or 0.0) + keyword_weight * (k_score or 0.0)
-        fused.append(Fused(chunk_id, score, v_score, k_score, rank_value))
-    fused.sort(key=lambda f: f.rank_value, reverse=True)
-    return fused
 
 
 def single(candidates: Sequence[Candidate], from_vector: bool) -> list[Fused]:

@@ -47,4 +47,10 @@ REGRESSIONS: dict[str, History] = {
         Step([("repair", "rebuild_from_vector_db")], vectors=0.5),
         Step([("repair", "rebuild_from_vector_db"), ("ingest", 1, "medium")]),
     ]),
+    # a delete while the meta could not be read (storage down after a restart) called vector_delete
+    # on a KB that never had a vector: Milvus created a 1536-dimension collection (seed 2470)
+    "milvus-delete-with-the-meta-unread": History(2470, "milvus", [
+        Step([("ingest", 0, "bad")], vectors=0.5, restart=True),
+        Step([("delete", 0)], storage=1.0),
+    ]),
 }

@@ -524,6 +524,8 @@ class KnowledgeBaseState:
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
+            if self.files.state(file_id) is not FileState.UNSAVED:
+                continue  # deleted while the journal entries were written
             if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
                 self.files.move(file_id, None)
                 if self.stored_ids is not None:

@@ -59,4 +59,12 @@ REGRESSIONS: dict[str, History] = {
     "unsaved-file-lost-when-storage-stops-being-empty": History(1175, "pgvector", [
         Step([("ingest", 0, "medium"), ("ingest", 1, "small"), ("ingest", 2, "medium")], storage=0.5),
     ]),
+    # flush wrote the UNSAVED files' journal entries, a delete of one of them ran meanwhile, and
+    # flush then saved its record: the deleted file came back after a restart (seed 1300)
+    "flush-saves-a-file-deleted-meanwhile": History(1300, "milvus", [
+        Step([("ingest", 0, "small"), ("ingest", 1, "bad")], storage=1.0),
+        Step([("retrieve", 1, "vector", "not-file"), ("ingest", 2, "medium")], storage=0.5, kill_after=29),
+        Step([("delete", 2), ("ingest", 3, "medium")], storage=0.3, restart=True),
+        Step([("retrieve", 2, "keyword", "file")]),
+    ]),
 }

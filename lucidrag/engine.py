@@ -119,6 +119,11 @@ class Engine:
         state = inst.kb(kb_id)
         with hook_budget("delete"):
             await state.ensure_loaded(host, kb_id, index_now=False)
+            if state.fresh and not state.never_had_vectors:
+                # the meta is unread: a delete could make Milvus create the collection, skipping
+                # it could leave the file's vectors behind
+                raise PluginStorageFailure("LangBot's plugin storage could not be read, so the file "
+                                           "could not be deleted safely; delete the file again")
             if not state.never_had_vectors:  # it has none to delete (and Milvus would create the collection)
                 try:
                     await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))

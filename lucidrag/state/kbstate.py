@@ -420,7 +420,7 @@ class KnowledgeBaseState:
         file_id = record.file_id
         async with self.lock:
             saved = False
-            for _ in range(COMMIT_SAVE_ATTEMPTS):
+            for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
                 if await store.save_record(record):
                     saved = True
                     break
@@ -452,6 +452,18 @@ class KnowledgeBaseState:
         if self.empty_mark_stored:
             return False  # a restart takes the KB for empty: it neither adopts nor looks
         return file_id in self.journalled or self._storage_is_empty()
+
+    async def _name_unsaved_files(self, store: KbStore) -> bool:
+        """Whether a record may be saved now. Files committed only because plugin storage held
+        nothing of the KB lose that once a record is stored (a restart trusts storage and no
+        longer lists the vector DB): so the first record waits until every UNSAVED file has a
+        journal entry, which a restart adopts from the vectors."""
+        if not self._storage_is_empty():
+            return True
+        for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
+            if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
+                return False
+        return True
 
     def _storage_is_empty(self) -> bool:
         """Plugin storage holds no record and no index of this KB: a restart lists the vector DB
@@ -510,8 +522,10 @@ class KnowledgeBaseState:
         if self.meta_dirty and time.monotonic() < deadline:
             await self._save_meta(store)
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
+            if self.files.state(file_id) is not FileState.UNSAVED:
+                continue  # deleted while the journal entries were written
             if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
                 self.files.move(file_id, None)
                 if self.stored_ids is not None:

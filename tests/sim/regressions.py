@@ -47,4 +47,24 @@ REGRESSIONS: dict[str, History] = {
         Step([("repair", "rebuild_from_vector_db")], vectors=0.5),
         Step([("repair", "rebuild_from_vector_db"), ("ingest", 1, "medium")]),
     ]),
+    # a delete while the meta could not be read (storage down after a restart) called vector_delete
+    # on a KB that never had a vector: Milvus created a 1536-dimension collection (seed 2470)
+    "milvus-delete-with-the-meta-unread": History(2470, "milvus", [
+        Step([("ingest", 0, "bad")], vectors=0.5, restart=True),
+        Step([("delete", 0)], storage=1.0),
+    ]),
+    # three first ingests under storage faults: doc-001 committed with neither record nor journal
+    # (storage was empty: a restart lists the vector DB), then doc-000's record was saved; after
+    # the restart storage was trusted and doc-001 was no answer (seed 1175, like seed 800)
+    "unsaved-file-lost-when-storage-stops-being-empty": History(1175, "pgvector", [
+        Step([("ingest", 0, "medium"), ("ingest", 1, "small"), ("ingest", 2, "medium")], storage=0.5),
+    ]),
+    # flush wrote the UNSAVED files' journal entries, a delete of one of them ran meanwhile, and
+    # flush then saved its record: the deleted file came back after a restart (seed 1300)
+    "flush-saves-a-file-deleted-meanwhile": History(1300, "milvus", [
+        Step([("ingest", 0, "small"), ("ingest", 1, "bad")], storage=1.0),
+        Step([("retrieve", 1, "vector", "not-file"), ("ingest", 2, "medium")], storage=0.5, kill_after=29),
+        Step([("delete", 2), ("ingest", 3, "medium")], storage=0.3, restart=True),
+        Step([("retrieve", 2, "keyword", "file")]),
+    ]),
 }

@@ -195,7 +195,7 @@ async def test_a_lost_connection_is_not_reported_as_the_models_failure():
 async def test_nothing_to_embed_makes_no_call():
     host = RecordingHost()
     out = await embedder(host).embed("kb", MODEL, [])
-    assert host.batches == [] and out.shape[0] == 0
+    assert host.batches == [] and out.shape == (0, 0) and out.dtype == np.float32
 
 
 @pytest.mark.parametrize("message, limit", [
@@ -233,3 +233,99 @@ def test_batch_size_grows_by_doubling_up_to_the_default_after_a_streak_of_full_b
     assert unknown.size == 8  # the streak restarts after growing
     unknown.succeeded(8)
     assert unknown.size == 16
+
+
+def test_batch_size_edge_cases_of_a_refusal():
+    two = BatchSize(default=32)
+    assert two.too_large(2) and two.size == 1  # two texts refused: one may still pass
+    for stated, expected in [(1, 1), (0, 16), (32, 16)]:  # 0 or the refused size itself: not a limit
+        named = BatchSize(default=32)
+        named.too_large(32, stated=stated)
+        assert named.size == expected
+    lowered = BatchSize(default=32)
+    lowered.succeeded(32)
+    lowered.too_large(32)  # 32 worked before: retry just below it, not at half
+    assert lowered.size == 31
+    racing = BatchSize(default=32)
+    racing.too_large(32)
+    racing.succeeded(32)  # a batch of 32 sent before the refusal succeeded: 32 is not too large
+    assert racing.ceiling == 32
+    slow = BatchSize(default=32, grow_after=3)
+    slow.size = 16
+    slow.succeeded(16)
+    slow.succeeded(16)
+    assert slow.size == 16  # not before the third full batch
+    slow.succeeded(16)
+    assert slow.size == 32  # no limit known: doubling back to the default, not bisecting
+    odd = BatchSize(default=30, grow_after=1)
+    odd.too_large(30)
+    odd.succeeded(15)  # limit 29: bisect 15..29
+    assert odd.ceiling == 29 and odd.size == 22
+
+
+async def test_every_call_names_the_model_it_was_asked_for():
+    class ModelHost(FakeHost):
+        models: list[str] = []
+
+        async def invoke_embedding(self, embedding_model_uuid, texts):
+            self.models.append(embedding_model_uuid)
+            return await super().invoke_embedding(embedding_model_uuid, texts)
+
+    host = ModelHost()
+    emb = embedder(host)
+    await emb.embed("kb", MODEL, texts(3))
+    await emb.embed_query("model-b", "pumps")
+    assert host.models == [MODEL, "model-b"]
+
+
+async def test_a_non_list_answer_fails_the_file_with_a_reason():
+    class NoneHost(FakeHost):
+        async def invoke_embedding(self, embedding_model_uuid, texts):
+            return None
+
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(NoneHost()).embed("kb", MODEL, texts(2))
+    assert str(raised.value) == ("The embedding model returned NoneType vectors for 2 texts. The model or its "
+                                 "provider is misbehaving; try another embedding model.")
+
+
+async def test_the_messages_users_see_for_each_kind_of_failure():
+    bad = FakeHost(embed=lambda t: [float("nan")])
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(bad).embed("kb", MODEL, ["x"])
+    assert str(raised.value) == ("The embedding model returned an empty or invalid vector. Check the model's "
+                                 "settings, or choose another embedding model.")
+    mixed = FakeHost(embed=lambda t: [1.0] * len(t))
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(mixed).embed("kb", MODEL, ["ab", "abc"])
+    assert str(raised.value) == ("The embedding model returned vectors of different sizes ([2, 3]). "
+                                 "Choose another embedding model.")
+    key = langbot_embedding_error(MODEL, "Invalid API key")
+    host = FakeHost()
+    host.fail("invoke_embedding", error=key)
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(host).embed("kb", MODEL, ["x"])
+    assert str(raised.value) == (f"The embedding model failed: {key}. Check the embedding model's settings "
+                                 "(API key, base URL, model name) under Models, then upload the file again.")
+    busy = FakeHost()
+    busy.burst("invoke_embedding", 40, "429")
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(busy).embed_query(MODEL, "x")
+    assert str(raised.value).endswith(". The provider is overloaded, rate-limited or unreachable; wait a little "
+                                      "and upload the file again (or raise the provider's rate limit).")
+    assert "Rate limit" in str(raised.value)
+    tight = FakeHost()
+    tight.max_embed_batch, tight.batch_error = 0, "openai"
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(tight).embed_query(MODEL, "x")
+    assert "Error code: 400" in str(raised.value)
+
+
+def test_dropping_a_kb_from_the_cache_frees_only_its_bytes():
+    small, large = array("f", [1.0] * 8), array("f", [1.0] * 64)
+    cache = VectorCache()
+    cache.put(("a", MODEL, "1"), small)
+    cache.put(("b", MODEL, "2"), large)
+    cache.put(("a", MODEL, "3"), small)
+    cache.drop_kb("a")
+    assert len(cache) == 1 and cache.nbytes == VectorCache.cost(large)

@@ -281,11 +281,11 @@ async def test_every_call_names_the_model_it_was_asked_for():
 async def test_a_non_list_answer_fails_the_file_with_a_reason():
     class NoneHost(FakeHost):
         async def invoke_embedding(self, embedding_model_uuid, texts):
-            return None
+            return {}
 
     with pytest.raises(EmbeddingFailure) as raised:
         await embedder(NoneHost()).embed("kb", MODEL, texts(2))
-    assert str(raised.value) == ("The embedding model returned NoneType vectors for 2 texts. The model or its "
+    assert str(raised.value) == ("The embedding model returned dict vectors for 2 texts. The model or its "
                                  "provider is misbehaving; try another embedding model.")
 
 

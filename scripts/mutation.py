@@ -74,6 +74,8 @@ TESTS = {
                                    "tests/test_scale_state.py", "tests/test_state_runtime.py"],
     "lucidrag/retrieval/fusion.py": ["tests/test_retrieval_units.py", "tests/test_ranking_fields.py",
                                      "tests/test_keyword.py", "tests/test_engine.py", "tests/test_bench_retrieval.py"],
+    "lucidrag/vectors/embedding.py": ["tests/test_runtime.py", "tests/test_embedding.py", "tests/test_faults.py",
+                                      "tests/test_offline_embed.py", "tests/test_engine.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

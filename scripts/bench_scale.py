@@ -48,16 +48,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from langbot_plugin.api.entities.builtin.rag.models import (  # noqa: E402
-    FileMetadata,
-    FileObject,
-    IngestionContext,
-)
 from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
 from scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
 
 from tests.conftest import MODEL, Harness, runtime_loop  # noqa: E402
-from tests.fakes import LoopStallMonitor  # noqa: E402
+from tests.fakes import LoopStallMonitor, ingestion_context  # noqa: E402
 
 KB = "kb-scale-0000"
 BYSTANDER = "kb-bystander"  # another KB of the installation: its requests are the "next invocations"
@@ -125,12 +120,7 @@ async def ingest(h: Harness, kb_id: str, n: int) -> int:
     data = markdown_file(n)
     storage_path = f"v1/{kb_id}/{uuid.uuid4().hex}.md"
     h.host.files[storage_path] = data
-    context = IngestionContext(
-        file_object=FileObject(
-            metadata=FileMetadata(filename=storage_path, file_size=len(data), mime_type="",
-                                  document_id=document_id(n), knowledge_base_id=kb_id),
-            storage_path=storage_path),
-        knowledge_base_id=kb_id, collection_id=kb_id, creation_settings=dict(CREATION))
+    context = ingestion_context(kb_id, storage_path, data, document_id(n), dict(CREATION))
     try:
         result = await h.component.ingest(context)
     finally:

@@ -23,8 +23,6 @@ from langbot_plugin.api.entities.builtin.rag.context import (
     RetrievalResponse,
 )
 from langbot_plugin.api.entities.builtin.rag.models import (
-    FileMetadata,
-    FileObject,
     IngestionContext,
     IngestionResult,
 )
@@ -41,7 +39,7 @@ if str(ROOT) not in sys.path:
 import lucidrag.base.host  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
-from tests.fakes import FakeHost  # noqa: E402
+from tests.fakes import FakeHost, ingestion_context  # noqa: E402
 
 MODEL = "embed-model-1"
 WORKSPACE = "workspace-1"
@@ -122,17 +120,8 @@ class Harness:
         ext = name.rsplit(".", 1)[-1] if "." in name else ""
         storage_path = f"v1/{kb_id}/{uuid.uuid4().hex}.{ext}" if ext else f"v1/{kb_id}/{uuid.uuid4().hex}"
         self.host.files[storage_path] = data
-        context = IngestionContext(
-            file_object=FileObject(
-                metadata=FileMetadata(filename=storage_path, file_size=len(data), mime_type=mime_type,
-                                      document_id=document_id, knowledge_base_id=kb_id),
-                storage_path=storage_path,
-            ),
-            knowledge_base_id=kb_id,
-            collection_id=kb_id,
-            creation_settings={"embedding_model_uuid": MODEL, **(settings or {})},
-            parsed_content=parsed,
-        )
+        context = ingestion_context(kb_id, storage_path, data, document_id,
+                                    {"embedding_model_uuid": MODEL, **(settings or {})}, mime_type, parsed)
         return await self.component.ingest(context)
 
     async def retrieve(self, kb_id: str, query: str, settings: dict[str, Any] | None = None,

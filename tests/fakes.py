@@ -39,6 +39,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
 from langbot_plugin.api.proxies.invocation import invocation_capability
 from langbot_plugin.entities.io.errors import (
     ActionCallError,
@@ -420,3 +421,21 @@ class FakeHost:
     async def delete_plugin_storage(self, key: str) -> None:
         await self._call("delete_plugin_storage", key=key)
         self.storage.pop(key, None)
+
+
+def ingestion_context(kb_id: str, storage_path: str, data: bytes, document_id: str,
+                      creation_settings: dict[str, Any], mime_type: str = "",
+                      parsed: Any = None) -> IngestionContext:
+    """What LangBot hands `ingest` for an upload stored at `storage_path` (the caller puts `data`
+    in the host's files): its storage key as the file name, the KB as its collection."""
+    return IngestionContext(
+        file_object=FileObject(
+            metadata=FileMetadata(filename=storage_path, file_size=len(data), mime_type=mime_type,
+                                  document_id=document_id, knowledge_base_id=kb_id),
+            storage_path=storage_path,
+        ),
+        knowledge_base_id=kb_id,
+        collection_id=kb_id,
+        creation_settings=creation_settings,
+        parsed_content=parsed,
+    )

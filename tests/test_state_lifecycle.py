@@ -207,12 +207,18 @@ async def test_repair_marks_the_kb_as_having_vectors_and_keeps_its_metric(harnes
 
 
 # ---------------------------------------------------------------- vector hits without a record
-async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_their_citation(harness: Harness, host):
+async def _restarted_after_losing_solars_record(harness: Harness, host):
+    """Two files ingested, then the solar file's record vanishes from storage and the plugin
+    restarts: the file is COMPLETED in LangBot, its vectors and index entry are all that is left."""
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.ingest(KB, "tea.txt", TEA)
     for key in record_keys(host, solar.document_id):
         del host.storage[key]
-    back = restarted(host)
+    return solar, restarted(host)
+
+
+async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_their_citation(harness: Harness, host):
+    solar, back = await _restarted_after_losing_solars_record(harness, host)
     back.host.fail("vector_list", when=lambda filters=None, **_: bool(filters))  # nor rebuilt from its vectors
     response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"})
     assert response.results and "42 kilowatts" in response.results[0].content[0].text
@@ -494,11 +500,7 @@ async def test_an_unreadable_journal_entry_without_vectors_leaves_no_record(harn
 
 
 async def test_a_record_rebuilt_from_vectors_that_cannot_be_saved_is_saved_later(harness: Harness, host):
-    solar = await harness.ingest(KB, "solar.txt", SOLAR)
-    await harness.ingest(KB, "tea.txt", TEA)
-    for key in record_keys(host, solar.document_id):
-        del host.storage[key]
-    back = restarted(host)
+    solar, back = await _restarted_after_losing_solars_record(harness, host)
     back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
     assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"}))[0]
     state = state_of(back)

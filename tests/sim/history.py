@@ -35,7 +35,6 @@ from typing import Any, TypeVar
 
 from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
-from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
 from langbot_plugin.api.proxies.invocation import bind_invocation
 from langbot_plugin.runtime.bounded_executor import blocking_work_scope
 
@@ -48,6 +47,7 @@ from lucidrag.index.segindex import SegmentIndex
 from lucidrag.ingestion.chunking import chunk_document
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.state.storage_keys import group_keys, index_manifest_key, kb_prefix
+from tests.fakes import ingestion_context
 from tests.sim.world import BACKENDS, SIM_DIM, Faults, Killed, PluginProcess, inline_blocking, make_host
 
 KB = "kb-sim"
@@ -283,12 +283,7 @@ class Runner:
         storage_path = f"v1/{KB}/{doc_id(n)}.txt"
         data = doc_bytes(n, kind)
         self.host.files[storage_path] = data
-        context = IngestionContext(
-            file_object=FileObject(
-                metadata=FileMetadata(filename=storage_path, file_size=len(data), mime_type="text/plain",
-                                      document_id=doc_id(n), knowledge_base_id=KB),
-                storage_path=storage_path),
-            knowledge_base_id=KB, collection_id=KB, creation_settings=dict(SETTINGS))
+        context = ingestion_context(KB, storage_path, data, doc_id(n), dict(SETTINGS), "text/plain")
         result = await self._invoke("ingest", HOOK_TIMEOUT_S["ingest"], self.component.ingest, context)
         doc = self.book.docs[n]
         if result.status == DocumentStatus.COMPLETED:

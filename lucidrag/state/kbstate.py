@@ -64,6 +64,8 @@ INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
 COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
+# a file in one of these states may have its record written by this process at any moment
+_RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED)
 
 
 @dataclass
@@ -270,6 +272,7 @@ class KnowledgeBaseState:
     async def _load(self, host: HostApi) -> None:
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
+        listing: KeySnapshot | None = None
         if meta is None and self.has_vectors is not True:
             # missing, or storage failed: only a listing tells (a mark we cannot read may say "empty")
             listing = await list_keys(host)
@@ -278,7 +281,7 @@ class KnowledgeBaseState:
         if meta is not None:
             self._apply_meta(meta)
         if self.stored_ids is None:
-            snapshot = await list_keys(host)
+            snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
                 self.seed(snapshot)
         snapshot_index = await self._load_index_snapshot(store)
@@ -566,7 +569,7 @@ class KnowledgeBaseState:
         kind, ident = part_owner(part, self.kb_id)
         if kind == "kw/seg":
             return ident in self.pending_segments
-        return kind == "file" and ident in (self.in_flight | self.journals | set(self.unsaved))
+        return kind == "file" and self.files.state(ident) in _RECORD_MAY_BE_WRITTEN
 
     def needs_upkeep(self) -> bool:
         return bool(self.meta_dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
@@ -671,15 +674,15 @@ class KnowledgeBaseState:
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
         metadata so it can be returned with text and citation."""
-        if not self.may_know(str((result.get("metadata") or {}).get("file_id") or "")):
+        meta = result.get("metadata") or {}
+        file_id = meta.get("file_id")
+        if not self.may_know(str(file_id or "")):
             return None
         chunk_id = str(result["id"])
         known = self.adopted.get(chunk_id)
         if known is not None:
             return known
-        meta = result.get("metadata") or {}
         text = meta.get("text") or result.get("document")
-        file_id = meta.get("file_id")
         if not text or not file_id:
             return None
         index = meta.get("chunk_index")

@@ -81,7 +81,8 @@ class Engine:
         its first upsert (see KnowledgeBaseState.fresh). Best effort."""
         inst = self.installation(installation_id)
         with hook_budget("create"):
-            await KbStore(host, kb_id).save_meta(KbMeta(None, False))
+            if await KbStore(host, kb_id).save_meta(KbMeta(None, False)):
+                inst.kb(kb_id).meta_stored = True  # (a listing made before would say otherwise)
             await self._upkeep(host, inst, "create")
 
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:

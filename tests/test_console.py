@@ -271,8 +271,8 @@ async def test_interrupted_file_is_shown_with_its_repair(harness: Harness, host,
 async def test_records_that_could_not_be_saved_can_be_saved_again(harness: Harness, host, page):
     await create_kb(harness, host)
     await api(page, "/kb", kb_id=KB)  # state loaded, so the ingest keeps the unsaved record in memory
-    # every write fails but the KB's "has vectors" mark: a restart would find the file in the vector DB
-    host.fail("set_plugin_storage", when=lambda key: not key.endswith("/meta"))
+    # record writes fail; the journal entry names the file (a restart adopts it from its vectors)
+    host.fail("set_plugin_storage", when=lambda key: "/file/" in key)
     result = await harness.ingest(KB, "a.txt", SOLAR)
     assert result.status == DocumentStatus.COMPLETED
     detail = await api(page, "/kb", kb_id=KB)
@@ -479,8 +479,8 @@ async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_o
                                                                                      monkeypatch):
     await create_kb(harness, host)
     solar = await harness.ingest(KB, "a.txt", SOLAR)
-    for key in [k for k in host.storage if "/file/" in k or "/kw/" in k]:
-        del host.storage[key]  # records and index snapshot lost: files are found again in the vector DB
+    for key in [k for k in host.storage if "/file/" in k or "/kw/" in k or k.endswith("/meta")]:
+        del host.storage[key]  # storage lost: files are found again in the vector DB
     monkeypatch.setattr("lucidrag.state.kbstate.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
     _, page2, _ = restarted_console(host)
 

@@ -119,7 +119,7 @@ async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: 
     failed = await harness.ingest(KB, "solar.txt", SOLAR)
     assert failed.status == DocumentStatus.FAILED
     state = state_of(harness)
-    assert state.in_flight == set() and state.journals == set() and not state.journalled
+    assert state.in_flight == set() and state.journals == set() and not state.unjournalled
     assert state.files.state(failed.document_id) is FileState.DELETED, "its vectors are gone: nothing to settle"
     assert failed.document_id in state.unsettled, "a FAILED file is never an answer"
     assert journal_key(KB, failed.document_id) not in host.storage

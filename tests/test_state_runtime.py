@@ -132,6 +132,35 @@ async def test_an_ingest_whose_record_cannot_be_saved_fails_instead_of_vanishing
                                                            settings={"search_mode": "keyword"}))[0]
 
 
+async def test_an_ingest_whose_journal_entry_cannot_be_written_writes_no_vector(harness: Harness, host):
+    """Issue 17: a vector no durable entry names outlives a failed rollback and a restart (nothing
+    would remove it, and a restart that finds no records adopts it: a FAILED file answered). So
+    the journal entry comes before the first vector, or the ingest fails with nothing written."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.FAILED and "plugin storage" in solar.error_message
+    assert not host.vectors_of(KB, solar.document_id)
+    assert host.calls["vector_delete"] == 0  # nothing to roll back
+    host.faults.clear()
+    again = await harness.ingest(KB, "solar.txt", SOLAR)  # uploaded again once storage works
+    assert again.status == DocumentStatus.COMPLETED
+    assert "42 kilowatts" in (await restarted(host).texts(KB, "solar array kilowatts"))[0]
+
+
+async def test_a_first_ingest_whose_journal_entry_cannot_be_written_writes_no_vector(harness: Harness, host):
+    """Only a KB of which storage holds nothing at all (not even the meta its creation wrote)
+    takes the vector DB for the truth after a restart; a new KB holds its meta, so its first
+    ingest needs the journal entry too: else a failed rollback left vectors that, after a
+    restart, were stray for good (or adopted)."""
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    host.fail("set_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    host.fail("vector_delete")  # a rollback would fail too
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED and "plugin storage" in failed.error_message
+    assert host.vector_count(KB) == 0
+
+
 async def test_a_first_ingest_that_cannot_clear_the_new_kb_mark_fails_and_leaves_the_kb_usable(harness: Harness, host):
     """Issue 17 #2: with "never had a vector" stored and not clearable, a restart would take the KB
     for empty and never look at the file's vectors: the ingest fails instead of a lost COMPLETED."""

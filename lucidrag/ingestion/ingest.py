@@ -84,7 +84,11 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     # then write the new vectors.
     if await state.is_stored(store, request.document_id):
         await _delete_previous_version(host, request)
-    await state.begin_ingest(store, request.document_id, len(record.chunks))
+    if not await state.begin_ingest(store, request.document_id, len(record.chunks)):
+        raise PluginStorageFailure(
+            "LangBot's plugin storage failed before the file was stored, so LucidRAG could not keep "
+            "track of it. Nothing was kept; upload the file again."
+        )
     try:
         for start in range(0, len(record.chunks), UPSERT_BATCH):
             batch = record.chunks[start : start + UPSERT_BATCH]

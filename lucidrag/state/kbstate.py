@@ -87,7 +87,9 @@ class KnowledgeBaseState:
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
-    journalled: set[str] = field(default_factory=set)  # INGESTING files whose journal entry stands
+    # INGESTING files without a journal entry (file id -> chunks): begun while plugin storage held
+    # nothing of the KB and failed the write, so a restart finds them in the vector DB
+    unjournalled: dict[str, int] = field(default_factory=dict)
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     discovery: FileDiscovery | None = None  # file ids still being looked for in the vector DB
@@ -103,6 +105,9 @@ class KnowledgeBaseState:
     # files in the vector DB, nor adopt journalled ones
     empty_mark_stored: bool = False
     meta_unknown: bool = False  # the stored meta exists (or may) but could not be read yet
+    # whether plugin storage holds the KB's meta (None: unknown). Written at KB creation, so
+    # False means a host whose storage writes fail, or storage lost: see `_storage_is_empty`
+    meta_stored: bool | None = None
     index_dirty: bool = False
     pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
@@ -243,6 +248,8 @@ class KnowledgeBaseState:
             # segments the live manifest names are not orphans, whenever the listing comes
             self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self.live_segments
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
+            if self.meta_stored is None:
+                self.meta_stored = snapshot.has_meta(self.kb_id)
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
                 indexed = self.index.file_ids()
                 self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
@@ -279,7 +286,10 @@ class KnowledgeBaseState:
             self.meta_unknown = listing is None or listing.has_meta(self.kb_id)
             self.empty_mark_stored = self.meta_unknown
         if meta is not None:
+            self.meta_stored = True
             self._apply_meta(meta)
+        elif listing is not None:
+            self.meta_stored = listing.has_meta(self.kb_id)
         if self.stored_ids is None:
             snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
@@ -310,7 +320,7 @@ class KnowledgeBaseState:
         if not len(self.index) and not self.to_index:
             if self.has_vectors is False or (self.meta_unknown and self.has_vectors is None):
                 self.fresh = True  # (while the mark is unread, as if it said so: `_reread_meta`)
-            elif self.stored_ids is not None:  # storage has nothing: look in the vector DB (`ensure_loaded`)
+            elif self._storage_is_empty():  # storage has nothing: look in the vector DB (`ensure_loaded`)
                 self.look_in_vector_db = True
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
@@ -328,10 +338,10 @@ class KnowledgeBaseState:
         if meta is None:
             return
         self.meta_unknown = False
+        self.meta_stored = True
         self._apply_meta(meta)
         if self.fresh and self.has_vectors is not False:
-            self.fresh = False
-            self.look_in_vector_db = not self.has_files() and self.stored_ids is not None
+            self.fresh = False  # (and storage is not empty: nothing to look for in the vector DB)
 
     async def _load_index_snapshot(self, store: KbStore) -> SegmentIndex | None:
         manifest = await store.load_index_manifest()
@@ -389,14 +399,24 @@ class KnowledgeBaseState:
                         len(self.index.file_ids()), len(self.index))
 
     # ================================================================ ingest
-    async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> None:
-        """Called before the first vector of `file_id` is written."""
+    async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> bool:
+        """Called before the first vector of `file_id` is written. Returns whether a restart would
+        know the vectors: the journal entry is durable, or plugin storage holds nothing of the KB
+        (a restart lists the vector DB: how LucidRAG works on a host whose storage writes all
+        fail). If not, the file is left as it was and no vector may be written: a vector nothing
+        durable names could outlive a failed rollback and a restart, and then nothing would
+        remove it (or the rebuild repair would adopt a FAILED file)."""
+        previous, record = self.files.state(file_id), self.files.unsaved_record(file_id)
         self.files.move(file_id, FileState.INGESTING)
-        if await store.write_journal(JournalEntry(file_id, chunks)):
-            self.journalled.add(file_id)
-        else:
-            logger.warning("kb=%s doc=%s: no ingest journal (plugin storage failed): a crash during this "
-                           "ingest could leave vectors behind", self.kb_id, file_id)
+        for _ in range(COMMIT_SAVE_ATTEMPTS):
+            if await store.write_journal(JournalEntry(file_id, chunks)):
+                return True
+        if self._storage_is_empty():
+            self.unjournalled[file_id] = chunks
+            return True
+        if self.files.state(file_id) is FileState.INGESTING:
+            self.files.move(file_id, previous, record)
+        return False
 
     async def first_vectors_written(self, store: KbStore) -> None:
         """The KB now has vectors: clear the "never had a vector" mark at once, so that a restart
@@ -416,10 +436,9 @@ class KnowledgeBaseState:
         nothing, when nothing in plugin storage would name the file after a restart (then the
         ingest must not report COMPLETED: the caller rolls it back).
 
-        Durable before: the journal entry (if its write succeeded). Durable after: the record (or,
-        if that write failed, the journal entry, which a restart adopts from the vectors), and the
-        KB's "has vectors" mark. A host whose storage never held anything of this KB needs
-        neither: a restart finds every file in the vector DB (`look_in_vector_db`)."""
+        Durable before: the journal entry (`begin_ingest`). Durable after: the record (or, if that
+        write failed, the journal entry, which a restart adopts from the vectors), and the KB's
+        "has vectors" mark."""
         file_id = record.file_id
         async with self.lock:
             saved = False
@@ -429,8 +448,12 @@ class KnowledgeBaseState:
                     break
             if self.meta_dirty:
                 await self._save_meta(store)
-            if not self._durable(file_id, saved):
+            if not saved and (self.empty_mark_stored
+                              or (file_id in self.unjournalled and not self._storage_is_empty())):
+                # a restart would take the KB for empty (it neither adopts the journal entry nor
+                # looks), or trust storage, which names the file nowhere
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
+            self.unjournalled.pop(file_id, None)
             await self._index([record])
             self.records.put(record)
             if saved:
@@ -445,44 +468,44 @@ class KnowledgeBaseState:
             if saved and persisted:
                 await self._clear_journal(store, file_id)
             # else the journal entry stays: a restart adopts the file (and indexes it)
-            self.journalled.discard(file_id)
         return True
 
-    def _durable(self, file_id: str, saved: bool) -> bool:
-        """Whether a restart will know this committed file (see `commit_ingest`)."""
-        if saved:
-            return True  # a record that the snapshot lacks is indexed at load
-        if self.empty_mark_stored:
-            return False  # a restart takes the KB for empty: it neither adopts nor looks
-        return file_id in self.journalled or self._storage_is_empty()
-
     async def _name_unsaved_files(self, store: KbStore) -> bool:
-        """Whether a record may be saved now. Files committed only because plugin storage held
-        nothing of the KB lose that once a record is stored (a restart trusts storage and no
-        longer lists the vector DB): so the first record waits until every UNSAVED file has a
-        journal entry, which a restart adopts from the vectors."""
+        """Whether a record, the index or the meta may be saved now. While plugin storage holds nothing of
+        the KB, files committed or ingesting without a journal entry are named by nothing but that
+        emptiness (a restart lists the vector DB); once any of those is stored, a restart trusts
+        storage instead. So the first one waits until each of them has a journal entry,
+        which a restart adopts from the vectors (or removes, if incomplete)."""
         if not self._storage_is_empty():
             return True
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
                 return False
+        for file_id, chunks in list(self.unjournalled.items()):
+            if not await store.write_journal(JournalEntry(file_id, chunks)):
+                return False
+            self.unjournalled.pop(file_id, None)
         return True
 
     def _storage_is_empty(self) -> bool:
-        """Plugin storage holds no record and no index of this KB: a restart lists the vector DB
-        to find the files (`_load`)."""
-        return self.stored_ids is not None and not self.stored_ids and not self.manifest_known
+        """Plugin storage holds no meta (written at KB creation), no record and no index of this
+        KB: a host whose storage writes all fail, or storage lost. A restart then lists the
+        vector DB to find the files (`_load`); otherwise it trusts storage."""
+        return (self.stored_ids is not None and not self.stored_ids and not self.manifest_known
+                and self.meta_stored is False)
 
     async def _save_meta(self, store: KbStore) -> None:
-        saved = await store.save_meta(KbMeta(self.metric, self.has_vectors))
+        saved = await self._name_unsaved_files(store) and await store.save_meta(KbMeta(self.metric, self.has_vectors))
         self.meta_dirty = not saved
-        if saved and self.has_vectors:
-            self.empty_mark_stored = False
+        if saved:
+            self.meta_stored = True
+            if self.has_vectors:
+                self.empty_mark_stored = False
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
         next reconciliation deletes them."""
-        self.journalled.discard(file_id)
+        self.unjournalled.pop(file_id, None)
         if vectors_removed:
             self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
             await self._clear_journal(store, file_id)
@@ -490,7 +513,9 @@ class KnowledgeBaseState:
             self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
             # A restart must not take a complete set of vectors for a commit whose bookkeeping was
             # lost: the entry now says "nothing confirmed written" (best effort).
-            await store.write_journal(JournalEntry(file_id, 0))
+            for _ in range(COMMIT_SAVE_ATTEMPTS):
+                if await store.write_journal(JournalEntry(file_id, 0)):
+                    break
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str) -> bool:
@@ -740,6 +765,9 @@ class KnowledgeBaseState:
             self.index_dirty = True
             return False
         async with self.persist_guard:
+            if not await self._name_unsaved_files(store):
+                self.index_dirty = True
+                return False
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
             self.pending_segments.update(changes.new_segments)

@@ -67,4 +67,85 @@ REGRESSIONS: dict[str, History] = {
         Step([("delete", 2), ("ingest", 3, "medium")], storage=0.3, restart=True),
         Step([("retrieve", 2, "keyword", "file")]),
     ]),
+    # An ingest FAILED while plugin storage was down (no journal entry, no record, no "has vectors"
+    # mark) and its rollback failed too: nothing durable named its vectors, so after a restart they
+    # stayed for good (seeds 952 and 1555: the KB's first file, Milvus; 1134, 612, 2194, 1079, 983,
+    # 2000: later files) -- or a restart that found storage without records adopted them, and the
+    # FAILED file was answered (224: discovery; 1863: the rebuild repair). Now no vector is written
+    # before the journal entry is durable.
+    "failed-first-ingest-vectors-stay-after-restart-952": History(952, "milvus", [
+        Step([("ingest", 0, "small")], storage=1.0, vectors=0.2, restart=True),
+    ]),
+    "failed-first-ingest-vectors-stay-after-restart-1555": History(1555, "milvus", [
+        Step([("ingest", 0, "small")], storage=1.0, vectors=0.2, restart=True),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-1134": History(1134, "chroma", [
+        Step([("ingest", 0, "medium")], storage=1.0),
+        Step([("repair", "retry_saving_records")]),
+        Step([("ingest", 4, "medium")]),
+        Step([("ingest", 6, "small")], storage=1.0, vectors=0.5),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-612": History(612, "chroma", [
+        Step([("ingest", 0, "small")]),
+        Step([("ingest", 2, "medium")]),
+        Step([("ingest", 3, "small"), ("ingest", 4, "medium")]),
+        Step([("ingest", 7, "medium")], vectors=0.5),
+        Step([("ingest", 10, "small"), ("ingest", 11, "small")], storage=1.0, vectors=0.2),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-2194": History(2194, "milvus", [
+        Step([("ingest", 3, "small")]),
+        Step([("delete", 3), ("ingest", 4, "small")], kill_after=35),
+        Step([("ingest", 8, "small")], storage=0.5),
+        Step([("ingest", 9, "small")], storage=1.0),
+        Step([("ingest", 10, "small")], storage=1.0, vectors=0.5),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-1079": History(1079, "pgvector", [
+        Step([("ingest", 3, "medium")]),
+        Step([("ingest", 8, "small")], vectors=0.2),
+        Step([("ingest", 12, "small")], kill_after=15),
+        Step([("ingest", 13, "small"), ("ingest", 14, "small")], storage=1.0, vectors=0.5),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-983": History(983, "pgvector", [
+        Step([("ingest", 0, "bad"), ("ingest", 1, "small"), ("ingest", 2, "small")], storage=0.5),
+        Step([("ingest", 3, "small")], storage=0.3),
+        Step([("retrieve", 2, "vector", "none")], vectors=0.5),
+        Step([("ingest", 4, "small")], storage=0.5, vectors=0.2),
+        Step([("repair", "rebuild_from_vector_db")]),
+        Step([("delete", 3)], vectors=0.2, restart=True),
+        Step([("ingest", 6, "bad")], storage=0.3, restart=True),
+        Step([("ingest", 7, "bad")], storage=0.3),
+        Step([("repair", "rebuild_from_vector_db")]),
+        Step([("retrieve", 10, "hybrid", "not-file"), ("ingest", 11, "medium")], kill_after=32),
+        Step([("ingest", 12, "small")], storage=1.0, vectors=0.5),
+    ]),
+    "failed-ingest-vectors-stay-after-restart-2000": History(2000, "pgvector", [
+        Step([("ingest", 1, "small")]),
+        Step([("repair", "rebuild_from_vector_db")], vectors=0.2),
+        Step([("ingest", 2, "small")], vectors=0.2),
+        Step([("ingest", 4, "bad")], storage=0.3, restart=True),
+        Step([("repair", "rebuild_from_vector_db"), ("ingest", 5, "small"), ("ingest", 6, "small")]),
+        Step([("ingest", 7, "bad"), ("delete", 2)], kill_after=14),
+        Step([("retrieve", 6, "vector", "file")], storage=0.3, vectors=0.5),
+        Step([("retrieve", 1, "vector", "not-file"), ("ingest", 8, "medium")]),
+        Step([("ingest", 9, "medium")]),
+        Step([("ingest", 11, "small")], storage=1.0, vectors=0.2, kill_after=16),
+    ]),
+    "discovery-adopts-a-failed-file-224": History(224, "pgvector", [
+        Step([("ingest", 0, "small")], storage=1.0, kill_after=21),
+        Step([("ingest", 1, "bad")]),
+        Step([("delete", 1)], vectors=0.2, restart=True),
+        Step([("ingest", 2, "small")]),
+        Step([("delete", 2)]),
+        Step([("retrieve", 1, "hybrid", "not-file"), ("retrieve", 1, "vector", "not-file")], kill_after=2),
+        Step([("ingest", 3, "small")], storage=1.0, vectors=0.2),
+    ]),
+    "rebuild-adopts-a-failed-file-1863": History(1863, "chroma", [
+        Step([("ingest", 0, "small")], storage=0.5),
+        Step([("retrieve", 0, "keyword", "not-file")]),
+        Step([("ingest", 1, "medium"), ("ingest", 2, "small")]),
+        Step([("retrieve", 2, "vector", "file"), ("repair", "rebuild_from_vector_db")]),
+        Step([("ingest", 5, "small")], storage=0.3, vectors=0.5),
+        Step([("ingest", 6, "medium")], storage=1.0, vectors=0.5, restart=True),
+        Step([("repair", "rebuild_from_vector_db")]),
+    ]),
 }

@@ -12,11 +12,6 @@ from tests.sim.regressions import REGRESSIONS
 
 CI_SEEDS = 300
 BATCH = 25
-# Seeds that still fail, each for a reason issue 17 keeps open (see docs/DESIGN.md, "Invariants"):
-# an ingest FAILS while storage is down and its rollback fails too; no journal entry names its
-# vectors, so after a restart they are stray (or adopted by discovery when storage is empty).
-# Removing them needs the sliced vector-DB sweep. strict: the seed must still fail.
-KNOWN_OPEN = {224: ("returned-gone", "discovery adopts a failed ingest's vectors (rollback and storage failed)")}
 
 
 @pytest.fixture(autouse=True)
@@ -31,11 +26,8 @@ def test_random_histories_keep_every_invariant(first: int) -> None:
     failures = {}
     for seed in range(first, first + BATCH):
         violation = run_history(generate(seed))
-        if seed not in KNOWN_OPEN:
-            if violation is not None:
-                failures[seed] = str(violation)
-        elif violation is None or violation.kind != KNOWN_OPEN[seed][0]:
-            failures[seed] = f"{violation}; expected {KNOWN_OPEN[seed]} (fixed? drop it from KNOWN_OPEN)"
+        if violation is not None:
+            failures[seed] = str(violation)
     assert not failures, "\n".join(f"seed {s}: {v} (python scripts/sim.py --seed {s} --shrink)"
                                     for s, v in failures.items())
 

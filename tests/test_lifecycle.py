@@ -99,3 +99,43 @@ async def test_a_file_deleted_while_a_restart_indexes_it_stays_deleted(harness: 
     assert record_key not in host.storage
     # nor is it in the keyword index (and so in its persisted snapshot) to be filtered at query time
     assert solar.document_id not in back.host.engine.installation("dedicated").kb(KB).index
+
+
+async def test_a_file_deleted_while_flush_saves_its_record_stays_deleted(harness: Harness, host: FakePlugin):
+    """`flush` saved an UNSAVED file's record without the KB lock: a delete that ran meanwhile
+    removed the record first, then the save landed and `flush` marked the file COMMITTED again;
+    after a restart keyword search returned the deleted file."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED  # its journal entry names it; `flush` saves the record
+    host.faults.clear()
+    record_key = file_record_key(KB, solar.document_id)
+    writing, deleted = asyncio.Event(), asyncio.Event()
+    write, remove = host.set_plugin_storage, host.delete_plugin_storage
+
+    async def slow_write(key: str, value: bytes) -> None:
+        if key == record_key:
+            writing.set()
+            for _ in range(1000):  # the save is slow: whatever may run meanwhile does
+                if deleted.is_set():
+                    break
+                await asyncio.sleep(0)
+        await write(key, value)
+
+    async def delete_and_tell(key: str) -> None:
+        await remove(key)
+        if key == record_key:
+            deleted.set()
+
+    host.set_plugin_storage = slow_write  # type: ignore[method-assign]
+    host.delete_plugin_storage = delete_and_tell  # type: ignore[method-assign]
+
+    async def delete_while_saving() -> bool:
+        await writing.wait()
+        return await harness.component.delete_document(KB, solar.document_id)
+
+    _, ok = await asyncio.gather(harness.retrieve(KB, "tea"), delete_while_saving())  # upkeep flushes
+    assert ok is True
+    assert record_key not in host.storage
+    assert await restarted(host).texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"}) == []

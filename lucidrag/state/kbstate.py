@@ -552,21 +552,23 @@ class KnowledgeBaseState:
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
-            if self.files.state(file_id) is not FileState.UNSAVED:
-                continue  # deleted while the journal entries were written
-            if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
-                self.files.move(file_id, None)
-                if self.stored_ids is not None:
-                    self.stored_ids.add(file_id)
-                if not self.index_dirty:
-                    await self._clear_journal(store, file_id)
+            async with self.lock:  # a delete landing during the save would be undone by it
+                if self.files.state(file_id) is not FileState.UNSAVED:
+                    continue  # deleted meanwhile
+                if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                    self.files.move(file_id, None)
+                    if self.stored_ids is not None:
+                        self.stored_ids.add(file_id)
+                    if not self.index_dirty:
+                        await self._clear_journal(store, file_id)
         for file_id in list(self.files.of(FileState.DELETING)):
             if time.monotonic() >= deadline:
                 return
-            if await store.delete_record(file_id):  # DELETING -> DELETED
-                self.files.move(file_id, FileState.DELETED)
-                if self.stored_ids is not None:
-                    self.stored_ids.discard(file_id)
+            async with self.lock:
+                if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
+                    self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
+                    if self.stored_ids is not None:
+                        self.stored_ids.discard(file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:
                 return

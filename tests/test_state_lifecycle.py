@@ -232,6 +232,18 @@ async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_thei
     assert state.adopted == {}
 
 
+async def test_a_file_whose_record_is_rebuilt_leaves_unrecorded_for_the_keyword_index(harness: Harness, host):
+    """`unrecorded` only grew: a file whose record was rebuilt from its vectors and saved stayed in
+    it and out of the keyword index (which the load took it out of) for the process' lifetime."""
+    solar, back = await _restarted_after_losing_solars_record(harness, host)
+    assert await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"})  # rebuilds it
+    assert record_keys(host, solar.document_id)
+    state = state_of(back)
+    assert state.unrecorded == set()
+    texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
+    assert texts and "42 kilowatts" in texts[0]
+
+
 def indexing_state() -> KnowledgeBaseState:
     """A state whose keyword index is not complete yet (storage lost, the vector DB being listed):
     any file's vector hits may be answers."""

@@ -97,7 +97,8 @@ class KnowledgeBaseState:
     trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
     adopted: dict[str, ChunkRecord] = field(default_factory=dict)  # vector hits without a record
     # files the index snapshot named without a stored record: deleted while the snapshot lagged
-    # (their vectors went first) or whose record storage lost (their vectors are still answers)
+    # (their vectors went first) or whose record storage lost (their vectors are still answers).
+    # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
     unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     meta_dirty: bool = False
@@ -200,11 +201,20 @@ class KnowledgeBaseState:
                     continue  # storage has its record and failed to read it: never overwrite it
                 self.records.put(record)
                 if await store.save_record(record):
-                    if self.stored_ids is not None:
-                        self.stored_ids.add(record.file_id)
+                    self._recorded(record.file_id)
                 else:
                     self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
+
+    def _recorded(self, file_id: str) -> None:
+        """The file's record was just saved. One the index snapshot named without a record is a
+        recorded file again: it leaves `unrecorded` for the keyword index (which `_load` took
+        it out of), so that set only shrinks after the load."""
+        if self.stored_ids is not None:
+            self.stored_ids.add(file_id)
+        if file_id in self.unrecorded:
+            self.unrecorded.discard(file_id)
+            self.to_index[file_id] = None
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
         try:
@@ -214,6 +224,7 @@ class KnowledgeBaseState:
                            self.kb_id, file_id, describe(error))
             return None
         if not items:
+            self.unrecorded.discard(file_id)  # deleted while the index snapshot lagged
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
         return record if record.chunks else None
@@ -557,8 +568,7 @@ class KnowledgeBaseState:
                     continue  # deleted meanwhile
                 if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
                     self.files.move(file_id, None)
-                    if self.stored_ids is not None:
-                        self.stored_ids.add(file_id)
+                    self._recorded(file_id)
                     if not self.index_dirty:
                         await self._clear_journal(store, file_id)
         for file_id in list(self.files.of(FileState.DELETING)):

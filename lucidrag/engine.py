@@ -125,13 +125,17 @@ class Engine:
                 # it could leave the file's vectors behind
                 raise PluginStorageFailure("LangBot's plugin storage could not be read, so the file "
                                            "could not be deleted safely; delete the file again")
-            if not state.never_had_vectors:  # it has none to delete (and Milvus would create the collection)
+
+            async def delete_vectors() -> None:
                 try:
                     await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
                 except Exception as error:  # noqa: BLE001
                     raise VectorStoreFailure(
                         f"The vector database did not delete the file: {describe(error)}") from error
-            if not await state.delete_file(KbStore(host, kb_id), document_id):
+
+            # A KB that never had a vector has none to delete (and Milvus would create the collection).
+            if not await state.delete_file(KbStore(host, kb_id), document_id,
+                                           None if state.never_had_vectors else delete_vectors):
                 # True now would let the file come back after a restart (its record is still stored)
                 raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record; "
                                            "delete the file again")

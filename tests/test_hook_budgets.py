@@ -111,3 +111,29 @@ async def test_unfinished_work_never_holds_a_query_up_for_long_when_storage_hang
 
     texts = await asyncio.wait_for(harness.texts(KB, "seal of pump P-7"), 2.0)
     assert any("P-7 needs" in t for t in texts)
+
+
+async def test_a_delete_behind_an_ingest_that_holds_the_kb_answers_false_in_time_and_deletes_nothing(harness: Harness, host):
+    """delete_document waited for the KB lock without a bound: behind an ingest whose commit hangs
+    on plugin storage it never answered (LangBot gives up after 30 s and shows the delete as
+    failed, whatever happens later). Now it answers False in time, having deleted nothing."""
+    kept = await harness.ingest(KB, "tea.txt", TEA)
+    saving = asyncio.Event()
+
+    def record_save(key: str, **_: object) -> bool:
+        if "/file/" not in key:
+            return False
+        saving.set()
+        return True
+
+    host.hang("set_plugin_storage", when=record_save)  # the next commit hangs holding the KB
+    ingest = asyncio.ensure_future(harness.ingest(KB, "pumps.txt", MANUAL))
+    await saving.wait()
+    try:
+        assert await within("delete", harness.component.delete_document(KB, kept.document_id)) is False
+        assert host.vectors_of(KB, kept.document_id), "nothing is deleted without the lock"
+    finally:
+        ingest.cancel()
+    host.hangs.clear()
+    assert await within("delete", harness.component.delete_document(KB, kept.document_id)) is True
+    assert host.vectors_of(KB, kept.document_id) == []

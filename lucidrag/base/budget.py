@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
@@ -84,3 +84,22 @@ async def bounded(call: Callable[[], Awaitable[T]]) -> T:
         if remaining() > 0:
             raise  # the call's own timeout, not ours
         raise BudgetSpent("a host call did not answer within this request's time") from None
+
+
+@asynccontextmanager
+async def holding(lock: asyncio.Lock) -> AsyncIterator[None]:
+    """Hold `lock`, waiting for it no longer than the current deadline (BudgetSpent then): a hook
+    queued behind a long commit or load answers in its time instead of past LangBot's."""
+    left = remaining()
+    try:
+        if left == math.inf:
+            await lock.acquire()
+        else:
+            async with asyncio.timeout(max(left, 0.0)):
+                await lock.acquire()
+    except TimeoutError:
+        raise BudgetSpent("another change of this knowledge base did not finish within this request's time") from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -33,12 +33,12 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import BudgetSpent, remaining
+from lucidrag.base.budget import BudgetSpent, holding, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
@@ -270,7 +270,7 @@ class KnowledgeBaseState:
         """Load the index snapshot once per process (every mutation needs it first). With
         `index_now`, also index what it lacks for up to FIRST_LOAD_BUDGET_S."""
         if not self.loaded:
-            async with self.lock:
+            async with holding(self.lock):
                 if not self.loaded:
                     await self._load(host)
                     self.loaded = True
@@ -529,14 +529,19 @@ class KnowledgeBaseState:
                     break
 
     # ================================================================ delete
-    async def delete_file(self, store: KbStore, file_id: str) -> bool:
-        """Forget a file whose vectors were deleted. Returns whether the deletion is durable: no
-        record of the file is left in plugin storage (a stored record would bring the file back
-        after a restart; a stale index snapshot alone cannot, `_load` drops files without one).
+    async def delete_file(self, store: KbStore, file_id: str,
+                          delete_vectors: Callable[[], Awaitable[object]] | None = None) -> bool:
+        """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
+        Returns whether the deletion is durable: no record of the file is left in plugin storage
+        (a stored record would bring the file back after a restart; a stale index snapshot alone
+        cannot, `_load` drops files without one). Waits for the KB lock no longer than the hook's
+        deadline (BudgetSpent, nothing done: the vectors go under the lock too).
 
         Durable before: nothing (the vectors are gone). After: the record is gone; the index
         snapshot and journal entry follow as soon as storage takes them (`flush`)."""
-        async with self.lock:
+        async with holding(self.lock):
+            if delete_vectors is not None:
+                await delete_vectors()
             self.files.move(file_id, FileState.DELETING)
             await self._unindex(store, file_id)
             self.records.drop(file_id)

@@ -139,3 +139,46 @@ async def test_a_file_deleted_while_flush_saves_its_record_stays_deleted(harness
     assert ok is True
     assert record_key not in host.storage
     assert await restarted(host).texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"}) == []
+
+
+async def test_a_file_deleted_while_its_record_is_rebuilt_from_its_vectors_stays_deleted(harness: Harness, host: FakePlugin):
+    """`file_records` saved a record rebuilt from the vectors (storage had lost it) without the KB
+    lock: a delete that ran meanwhile removed nothing, the save landed after it, and after a
+    restart the deleted file was answered again."""
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    record_key = file_record_key(KB, solar.document_id)
+    del host.storage[record_key]
+    back = restarted(host)
+    writing, deleted = asyncio.Event(), asyncio.Event()
+    write, remove = back.host.set_plugin_storage, back.host.delete_plugin_storage
+
+    async def slow_write(key: str, value: bytes) -> None:
+        if key == record_key:
+            writing.set()
+            for _ in range(1000):  # the save is slow: whatever may run meanwhile does
+                if deleted.is_set():
+                    break
+                await asyncio.sleep(0)
+        await write(key, value)
+
+    async def delete_and_tell(key: str) -> None:
+        await remove(key)
+        if key == record_key:
+            deleted.set()
+
+    back.host.set_plugin_storage = slow_write  # type: ignore[method-assign]
+    back.host.delete_plugin_storage = delete_and_tell  # type: ignore[method-assign]
+
+    async def delete_while_saving() -> bool:
+        await writing.wait()
+        return await back.component.delete_document(KB, solar.document_id)
+
+    _, ok = await asyncio.gather(back.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"}),
+                                 delete_while_saving())
+    assert ok is True
+    assert record_key not in host.storage
+    again = restarted(host)
+    for mode in ("vector", "keyword"):
+        assert not any("42 kilowatts" in t for t in await again.texts(KB, "solar array kilowatts",
+                                                                       settings={"search_mode": mode}))

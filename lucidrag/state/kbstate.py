@@ -199,11 +199,16 @@ class KnowledgeBaseState:
                     continue
                 if previous is None and record.file_id in (self.stored_ids or ()):
                     continue  # storage has its record and failed to read it: never overwrite it
-                self.records.put(record)
-                if await store.save_record(record):
-                    self._recorded(record.file_id)
-                else:
-                    self.files.move(record.file_id, FileState.UNSAVED, record)
+                if self.lock.locked():
+                    continue  # a change of the KB (a delete?) is under way: a later hit saves it
+                async with self.lock:  # a delete landing during the save would be undone by it
+                    if not self.files.is_answer(record.file_id):
+                        continue
+                    self.records.put(record)
+                    if await store.save_record(record):
+                        self._recorded(record.file_id)
+                    else:
+                        self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
     def _recorded(self, file_id: str) -> None:

@@ -98,7 +98,8 @@ async def holding(lock: asyncio.Lock) -> AsyncIterator[None]:
             async with asyncio.timeout(max(left, 0.0)):
                 await lock.acquire()
     except TimeoutError:
-        raise BudgetSpent("another change of this knowledge base did not finish within this request's time") from None
+        raise BudgetSpent("another change of this knowledge base did not finish within this "
+                          "request's time") from None
     try:
         yield
     finally:

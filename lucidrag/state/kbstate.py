@@ -487,11 +487,11 @@ class KnowledgeBaseState:
         return True
 
     async def _name_unsaved_files(self, store: KbStore) -> bool:
-        """Whether a record, the index or the meta may be saved now. While plugin storage holds nothing of
-        the KB, files committed or ingesting without a journal entry are named by nothing but that
-        emptiness (a restart lists the vector DB); once any of those is stored, a restart trusts
-        storage instead. So the first one waits until each of them has a journal entry,
-        which a restart adopts from the vectors (or removes, if incomplete)."""
+        """Whether a record, the index or the meta may be saved now. While plugin storage holds
+        nothing of the KB, files committed or ingesting without a journal entry are named by
+        nothing but that emptiness (a restart lists the vector DB); once any of those is stored,
+        a restart trusts storage instead. So the first one waits until each of them has a journal
+        entry, which a restart adopts from the vectors (or removes, if incomplete)."""
         if not self._storage_is_empty():
             return True
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
@@ -511,7 +511,8 @@ class KnowledgeBaseState:
                 and self.meta_stored is False)
 
     async def _save_meta(self, store: KbStore) -> None:
-        saved = await self._name_unsaved_files(store) and await store.save_meta(KbMeta(self.metric, self.has_vectors))
+        meta = KbMeta(self.metric, self.has_vectors)
+        saved = await self._name_unsaved_files(store) and await store.save_meta(meta)
         self.meta_dirty = not saved
         if saved:
             self.meta_stored = True

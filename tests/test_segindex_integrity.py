@@ -156,6 +156,12 @@ def test_a_manifest_whose_segment_entry_is_malformed_is_refused(change):
         SegmentIndex.load(_edit_manifest(manifest, lambda body: change(body["segments"][0])), {name: blob})
 
 
+def test_a_manifest_of_another_kind_is_refused():
+    name, blob, manifest = _one_segment()
+    with pytest.raises(ValueError):
+        SegmentIndex.load(b"LRBM" + manifest[4:], {name: blob})
+
+
 @pytest.mark.parametrize("change", [lambda b: b.update(token=5), lambda b: b.update(next="3")], ids=["token", "next"])
 def test_a_manifest_with_a_malformed_name_counter_is_refused(change):
     name, blob, manifest = _one_segment()
@@ -223,19 +229,21 @@ def test_removing_a_file_from_the_middle_of_a_merged_segment_counts_only_its_chu
 
 
 @pytest.mark.parametrize("with_chunks", [True, False])
-def test_a_file_without_terms_leaves_the_statistics_when_removed(with_chunks):
+@pytest.mark.parametrize("chunks", [[("s0", {}), ("s1", {})], [("w0", {"pump": 1})]], ids=["no-terms", "one-term"])
+def test_a_file_of_no_or_one_term_leaves_the_statistics_when_removed(chunks, with_chunks):
     c = Corpus(37)
-    c.add("doc-0")
-    counted = ("chunks", "files", "segments", "terms", "postings", "avgdl")
+    for f in range(segindex.MERGE_FACTOR - 1):  # the small file merges with these into one segment
+        c.add(f"doc-{f}")
+    counted = ("chunks", "files", "avgdl")
 
     def statistics() -> tuple[dict, dict]:
         stats = c.idx.stats()
         return {k: stats[k] for k in counted}, {t: c.idx.document_frequency(t) for t in ("pump", "valve", "seal")}
 
     before = statistics()
-    silent = [("s0", {}), ("s1", {})]
-    c.idx.add_file("silent", silent)
-    assert c.idx.remove_file("silent", silent if with_chunks else None)
+    c.idx.add_file("small", chunks)
+    assert c.idx.document_frequency("pump") == before[1]["pump"] + len(chunks[0][1])
+    assert c.idx.remove_file("small", chunks if with_chunks else None)
     assert statistics() == before
 
 
@@ -323,13 +331,21 @@ def _foreign_term(c: Corpus, fid: str) -> list[tuple[str, dict[str, int]]]:
     return [(c.tokens[fid][0][0], first), *c.tokens[fid][1:]]
 
 
-@pytest.mark.parametrize("wrong", ["moved", "foreign"])
+def _unknown_term(c: Corpus, fid: str) -> list[tuple[str, dict[str, int]]]:
+    """The file's chunks with one term replaced by a term no file has."""
+    first = dict(c.tokens[fid][0][1])
+    first["zzyzx-unindexed"] = first.pop(next(iter(first)))
+    return [(c.tokens[fid][0][0], first), *c.tokens[fid][1:]]
+
+
+@pytest.mark.parametrize("wrong", ["moved", "foreign", "unknown"])
 def test_removing_with_chunks_that_are_not_the_files_postings_still_leaves_exact_statistics(wrong):
     c = Corpus(43)
     for f in range(segindex.MERGE_FACTOR):  # one merged segment: common terms have df > 1 in it
         c.add(f"doc-{f}", n_chunks=4)
     target = "doc-3"
-    given = _moved_term(c.tokens[target]) if wrong == "moved" else _foreign_term(c, target)
+    given = {"moved": lambda: _moved_term(c.tokens[target]), "foreign": lambda: _foreign_term(c, target),
+             "unknown": lambda: _unknown_term(c, target)}[wrong]()
     assert c.idx.remove_file(target, given)
     c.ref.remove(target)
     del c.files[target], c.tokens[target]
@@ -337,8 +353,29 @@ def test_removing_with_chunks_that_are_not_the_files_postings_still_leaves_exact
     fresh = SegmentIndex()
     for fid, toks in c.tokens.items():
         fresh.add_file(fid, toks)
-    for term in {t for _, tfs in given for t in tfs}:
+    for term in {t for _, tfs in given + c.tokens["doc-0"] for t in tfs}:
         assert c.idx.document_frequency(term) == fresh.document_frequency(term), term
+
+
+@pytest.mark.parametrize("removed", ["doc-0", "doc-1"])
+def test_a_tombstone_over_a_segments_first_posting_is_counted_at_load(monkeypatch, removed):
+    """Whichever file holds the segment's first posting: the live df read back equals a fresh index's."""
+    monkeypatch.setattr(segindex, "MERGE_FACTOR", 2)
+    monkeypatch.setattr(segindex, "PURGE_DEAD_SHARE", 0.9)  # keep the tombstone
+    c = Corpus(59)
+    c.add("doc-0", n_chunks=3)
+    c.add("doc-1", n_chunks=3)
+    gone = c.tokens[removed]
+    c.remove(removed)
+    store: dict[str, bytes] = {}
+    store_apply(store, c.idx.take_changes())
+    back = restarted(store)
+    assert back.stats()["dead_slots"] == 3
+    (kept,) = c.tokens
+    fresh = SegmentIndex()
+    fresh.add_file(kept, c.tokens[kept])
+    for term in {t for toks in (gone, c.tokens[kept]) for _, tfs in toks for t in tfs}:
+        assert back.document_frequency(term) == fresh.document_frequency(term), term
 
 
 # -- merges ------------------------------------------------------------------------------------------
@@ -346,18 +383,23 @@ def test_removing_with_chunks_that_are_not_the_files_postings_still_leaves_exact
 
 def test_merging_a_segment_with_tombstones_behind_another_keeps_every_chunk_in_place(monkeypatch):
     monkeypatch.setattr(segindex, "MERGE_FACTOR", 3)
+    monkeypatch.setattr(segindex, "BASE_POSTINGS", 16)
     c = Corpus(47)
-    for f in range(6):  # two merged segments of three files each
-        c.add(f"doc-{f}", n_chunks=3)
+    c.add("big", n_chunks=30)  # a level of its own
+    for f, n in ((1, 2), (2, 1), (3, 2)):  # three small files: merged into one segment behind it
+        c.add(f"doc-{f}", [(f"doc-{f}-{j}", f"{EN_WORDS[f + j]} {EN_WORDS[f * 3 + j]} pump", "") for j in range(n)])
     assert c.idx.stats()["segments"] == 2
-    c.remove("doc-4")  # a tombstone in the second segment (a third of it: not purged alone)
+    c.remove("doc-2")  # a tombstone in the second segment (1 of its 5 chunks: not purged alone)
+    assert c.idx.stats()["dead_slots"] == 1
     monkeypatch.setattr(segindex, "MERGE_FACTOR", 2)
+    monkeypatch.setattr(segindex, "BASE_POSTINGS", 1 << 20)
     c.idx.maintain()  # the two merge: the second's live chunks move behind the first's
     assert c.idx.stats()["segments"] == 1 and c.idx.stats()["dead_slots"] == 0
-    assert_same_results(c.ref, c.idx, c.text_of())
+    queries = QUERIES + ["pump " + " ".join(EN_WORDS[:10])]
+    assert_same_results(c.ref, c.idx, c.text_of(), queries=queries)
     store: dict[str, bytes] = {}
     store_apply(store, c.idx.take_changes())
-    assert_same_results(c.ref, restarted(store), c.text_of())
+    assert_same_results(c.ref, restarted(store), c.text_of(), queries=queries)
 
 
 def test_files_without_keyword_terms_merge_and_survive_a_restart():
@@ -365,6 +407,7 @@ def test_files_without_keyword_terms_merge_and_survive_a_restart():
     for f in range(segindex.MERGE_FACTOR):  # e.g. scans whose text had no indexable word
         idx.add_file(f"blank-{f}", tokenize_chunks([(f"b{f}", "…… —— !!!")]))
     assert idx.stats()["segments"] == 1 and len(idx) == segindex.MERGE_FACTOR
+    assert idx.stats()["avgdl"] == 0.0 == SegmentIndex().stats()["avgdl"]
     changes = idx.take_changes()
     back = SegmentIndex.load(changes.manifest, changes.new_segments)
     assert back.file_ids() == idx.file_ids() and len(back) == len(idx) and back.search("anything", 5) == []

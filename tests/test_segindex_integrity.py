@@ -21,7 +21,14 @@ from lucidrag.index.segindex import SegmentIndex
 from lucidrag.index.terms import tokenize_chunks
 from tests.reference_bm25 import BM25Index
 from tests.test_segindex import EN as EN_WORDS
-from tests.test_segindex import QUERIES, Corpus, assert_same_results, hit_tuples, restarted, store_apply
+from tests.test_segindex import (
+    QUERIES,
+    Corpus,
+    assert_same_results,
+    hit_tuples,
+    restarted,
+    store_apply,
+)
 
 # -- forging snapshots ------------------------------------------------------------------------
 

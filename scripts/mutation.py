@@ -74,6 +74,9 @@ TESTS = {
                                    "tests/test_deletion_statistics.py"],
     "lucidrag/retrieval/fusion.py": ["tests/test_retrieval_units.py", "tests/test_ranking_fields.py",
                                      "tests/test_keyword.py", "tests/test_engine.py", "tests/test_bench_retrieval.py"],
+    "lucidrag/retrieval/retrieve.py": ["tests/test_retrieval_units.py", "tests/test_retrieve_passages.py",
+                                       "tests/test_ranking_fields.py", "tests/test_what_the_bot_is_told.py",
+                                       "tests/test_engine.py"],
     "lucidrag/vectors/embedding.py": ["tests/test_runtime.py", "tests/test_embedding.py", "tests/test_faults.py",
                                       "tests/test_offline_embed.py", "tests/test_engine.py"],
 }

@@ -4,6 +4,8 @@ collapsed. Written against mutation survivors (docs/TESTING.md)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from lucidrag.base.settings import CreationSettings, RetrievalSettings
 from lucidrag.retrieval.fusion import Fused
 from lucidrag.retrieval.retrieve import (
@@ -13,10 +15,12 @@ from lucidrag.retrieval.retrieve import (
     _expand,
     _Found,
     _neighbours,
+    _rerank,
     _within_budget,
     merge_texts,
 )
 from lucidrag.state.records import ChunkRecord, FileRecord
+from tests.conftest import Harness
 
 
 def chunk(index: int, text: str = "", file_id: str = "f", **kw) -> ChunkRecord:
@@ -110,3 +114,65 @@ def test_copies_differing_only_in_case_and_spacing_are_collapsed():
     a, b, c = chunk(0, "Descaling takes  25 minutes."), chunk(1, "descaling TAKES 25\nminutes. "), chunk(2, "Other.")
     chunks = {x.chunk_id: x for x in (a, b, c)}
     assert [f.chunk_id for f in _drop_duplicates([fused(a), fused(b), fused(c)], chunks)] == [a.chunk_id, c.chunk_id]
+
+
+class RerankHost:
+    """Answers rerank calls with the given results, as LangBot passes on a provider's."""
+
+    def __init__(self, results: list[dict] | Exception) -> None:
+        self.results = results
+        self.calls: list[tuple] = []
+
+    async def invoke_rerank(self, model: str, query: str, documents: list[str], top_k: int | None = None) -> list[dict]:
+        self.calls.append((model, query, documents, top_k))
+        if isinstance(self.results, Exception):
+            raise self.results
+        return self.results
+
+
+def rerank(host: RerankHost, chunks: list[ChunkRecord]) -> list[Fused]:
+    ranked = [Fused(c.chunk_id, 0.5, 0.1 * (i + 1), 0.2 * (i + 1), 0.5) for i, c in enumerate(chunks)]
+    req = RetrieveRequest("kb", "kb", "which fruit", CreationSettings("model"), RetrievalSettings(rerank_model_uuid="rr"), None)
+    return asyncio.run(_rerank(host, {c.chunk_id: c for c in chunks}, req, ranked))
+
+
+def test_rerank_orders_by_relevance_and_each_hit_keeps_its_vector_and_keyword_scores():
+    chunks = [chunk(i, text) for i, text in enumerate(["Apples.", "Bananas.", "Cherries."])]
+    host = RerankHost([{"index": 1, "relevance_score": 0.2}, {"index": 0, "relevance_score": 0.9},
+                       {"index": 2, "relevance_score": 1.4}])
+    out = rerank(host, chunks)
+    assert [f.chunk_id for f in out] == ["f-2", "f-0", "f-1"]
+    assert [f.score for f in out] == [1.0, 0.9, 0.2]  # clipped to 0-1
+    assert [(f.vector_score, f.keyword_score) for f in out] == [(0.1 * 3, 0.2 * 3), (0.1, 0.2), (0.1 * 2, 0.2 * 2)]
+    assert host.calls == [("rr", "which fruit", ["Apples.", "Bananas.", "Cherries."], 3)]
+
+
+def test_rerank_results_for_documents_it_was_not_sent_are_ignored_and_a_failure_keeps_the_order():
+    chunks = [chunk(i, text) for i, text in enumerate(["Apples.", "Bananas."])]
+    out = rerank(RerankHost([{"index": 2, "relevance_score": 0.9}, {"index": -1, "relevance_score": 0.8},
+                             {"index": 0, "relevance_score": 0.3}]), chunks)
+    assert [f.chunk_id for f in out] == ["f-0"]
+    assert [f.chunk_id for f in rerank(RerankHost(RuntimeError("provider down")), chunks)] == ["f-0", "f-1"]
+
+
+async def test_a_restarted_plugin_reranks_what_it_reads_from_storage_and_keeps_a_hit_at_the_threshold(
+        harness: Harness, host):
+    await harness.ingest("kb-rerank", "a.txt", b"Apples are red or green.")
+    await harness.ingest("kb-rerank", "b.txt", b"Bananas are yellow.")
+    fresh = Harness(type(host)())  # a restarted process: no record in memory
+    fresh.host.collections, fresh.host.storage, fresh.host.files = host.collections, host.storage, host.files
+    fresh.host.rerank_fn = lambda query, docs: [0.9 if "Bananas" in d else 0.25 for d in docs]
+    response = await fresh.retrieve("kb-rerank", "apples",
+                                    settings={"rerank_model_uuid": "rr", "score_threshold": 0.25})
+    assert [(r.content[0].text.split()[0], r.score) for r in response.results] == [("Bananas", 0.9), ("Apples", 0.25)]
+    assert all(r.metadata["format"] == "text" for r in response.results)  # from the records read
+
+
+async def test_a_restarted_plugin_answers_from_the_records_it_reads_from_storage(harness: Harness, host):
+    await harness.ingest("kb-restart", "a.txt", b"Apples are red or green.")
+    await harness.ingest("kb-restart", "b.txt", b"Bananas are yellow.")
+    fresh = Harness(type(host)())  # a restarted process: no record in memory
+    fresh.host.collections, fresh.host.storage, fresh.host.files = host.collections, host.storage, host.files
+    response = await fresh.retrieve("kb-restart", "apples")
+    assert response.results and response.results[0].content[0].text.startswith("Apples")
+    assert all(r.metadata["format"] == "text" for r in response.results)

@@ -70,10 +70,13 @@ STATE_TESTS = ["tests/test_state_runtime.py", "tests/test_state_lifecycle.py", "
 TESTS = {
     "lucidrag/state/kbstate.py": STATE_TESTS,
     "lucidrag/state/store.py": STATE_TESTS,
-    "lucidrag/index/segindex.py": ["tests/test_segindex.py", "tests/test_keyword.py", "tests/test_deletion_statistics.py",
-                                   "tests/test_scale_state.py", "tests/test_state_runtime.py"],
+    "lucidrag/index/segindex.py": ["tests/test_segindex.py", "tests/test_segindex_integrity.py", "tests/test_keyword.py",
+                                   "tests/test_deletion_statistics.py"],
     "lucidrag/retrieval/fusion.py": ["tests/test_retrieval_units.py", "tests/test_ranking_fields.py",
                                      "tests/test_keyword.py", "tests/test_engine.py", "tests/test_bench_retrieval.py"],
+    "lucidrag/retrieval/retrieve.py": ["tests/test_retrieval_units.py", "tests/test_retrieve_passages.py",
+                                       "tests/test_ranking_fields.py", "tests/test_what_the_bot_is_told.py",
+                                       "tests/test_engine.py"],
     "lucidrag/vectors/embedding.py": ["tests/test_runtime.py", "tests/test_embedding.py", "tests/test_faults.py",
                                       "tests/test_offline_embed.py", "tests/test_engine.py"],
 }

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from lucidrag import engine as engine_module
 from lucidrag.state import kbstate as kbstate_module
 from lucidrag.state.storage_keys import index_manifest_key
@@ -48,6 +50,7 @@ async def cache_of_three_records(h: Harness, host, monkeypatch) -> int:
     return 3 * one_file
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_a_restart_answers_from_the_index_snapshot_without_reading_every_file(harness: Harness, host,
                                                                                    monkeypatch):
     await ingest_manuals(harness)
@@ -158,6 +161,7 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
     assert host.vector_count(KB) == 0
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_a_segment_left_by_a_crash_between_writes_is_removed_and_live_ones_stay(harness: Harness, host):
     from lucidrag.index.segindex import SegmentIndex
     from lucidrag.state.storage_keys import index_segment_key

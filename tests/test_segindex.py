@@ -16,6 +16,9 @@ from lucidrag.index.terms import coverages, tokenize_chunks
 from lucidrag.state.records import chunk_uuid
 from tests.reference_bm25 import BM25Index
 
+# the tests below persist every segment; those of the threshold set it themselves
+pytestmark = pytest.mark.usefixtures("persist_every_segment")
+
 EN = ("pump valve bearing gasket rotor seal flange impeller firmware controller relay breaker cable "
       "descaling warranty cleaning boiler pressure sensor timeout retry gateway router install "
       "restart backup restore invoice delivery").split()
@@ -113,6 +116,7 @@ def small_merges(monkeypatch):
     """Merge thresholds scaled down so a test-sized corpus goes through several merge levels."""
     monkeypatch.setattr(segindex, "BASE_POSTINGS", 16)
     monkeypatch.setattr(segindex, "MERGE_FACTOR", 3)
+    monkeypatch.setattr(segindex, "PERSISTED_MERGE_FACTOR", 3)
     monkeypatch.setattr(segindex, "MAX_SEGMENT_POSTINGS", 4000)
 
 

@@ -26,19 +26,26 @@ Layout (log-structured, like Lucene's segments)
   segment is next merged.
 * **Merge policy** (runs inside ``add_file``/``remove_file``, or ``maintain()``): a segment whose
   dead slots exceed ``PURGE_DEAD_SHARE`` of its slots is rewritten alone; a segment whose files
-  are all removed is dropped. Otherwise segments are grouped in levels by live postings
-  (level L holds [BASE*F^L, BASE*F^(L+1)), F = ``MERGE_FACTOR``), and F segments of one level are
-  merged into one, never beyond ``MAX_SEGMENT_POSTINGS`` (segments of at least half of it are
-  left alone). So there are at most ~(F-1) segments per level plus the full ones (query cost),
-  and each posting is rewritten about once per level (~5 times on the way to 1M chunks). A merge
-  is a linear, vectorised k-way scatter (the inputs' term runs are already sorted), not a sort.
+  are all removed is dropped. Segments built with fewer than ``PERSIST_POSTINGS`` live postings
+  are held in memory only; once those together reach it, they are merged into one (persisted)
+  segment. Otherwise segments are grouped in levels by live postings, in memory (level L holds
+  [BASE*F^L, BASE*F^(L+1)), F = ``MERGE_FACTOR``) and persisted (from ``PERSIST_POSTINGS``, F =
+  ``PERSISTED_MERGE_FACTOR``), and F segments of one level are merged into one, never beyond
+  ``MAX_SEGMENT_POSTINGS`` (segments of at least half of it are left alone). So there are at most
+  ~(F-1) segments per level plus the full ones (query cost), and each posting is written to
+  storage about 2 times on the way to 1M chunks (once when it is persisted, then per persisted
+  level), where persisting every segment and merging 8 at a time wrote it ~5.4 times. A merge is
+  a linear, vectorised k-way scatter (the inputs' term runs are already sorted), not a sort.
 * **Persistence**: a segment is one blob (sections 8-byte aligned, loaded with ``np.frombuffer``,
-  no per-posting work); the **manifest** (small, zlib'd JSON) lists the live segments in order
-  with their size and CRC-32, the removed files of each (tombstones), and the name counter.
-  ``take_changes`` returns the segments created since the last call, the names of persisted
-  segments that are no longer referenced, and the current manifest; write the new segments,
-  then the manifest, then delete the dropped ones. ``load`` recomputes each segment's live df
-  when it has tombstones (one vectorised pass over that segment's postings).
+  no per-posting work); the **manifest** (small, zlib'd JSON) lists the persisted segments in
+  order with their size and CRC-32, the removed files of each (tombstones), and the name token
+  and counter (unused on load: a loaded index names its segments with a new token, so none meets
+  a segment a crash left unnamed). ``take_changes`` returns the persisted segments created since
+  the last call, the names of persisted segments that are no longer referenced, and the manifest
+  (and whether it changed); write the new segments, then the manifest, then delete the dropped
+  ones. The files of the in-memory segments are in no manifest: the caller indexes them again
+  (from their records) after a restart. ``load`` recomputes each segment's live df when it has
+  tombstones (one vectorised pass over that segment's postings).
 
 Global slot numbering (for scoring) is the segments' slots in list order; ties in score are
 ordered by it (insertion order, modulo merges), where ``BM25Index`` orders them by first touch.

@@ -60,7 +60,7 @@ CREATION = {"embedding_model_uuid": MODEL, "chunking": "structure", "chunk_size"
 TARGETS = {
     "rss": "≤ 1.5 GB at 1M", "first_query": "≤ 3 s at 100k / ≤ 30 s at 1M", "stall": "≤ 100 ms",
     "keyword_p95": "≤ 50 ms at 1M", "hybrid_p95": "≤ 100 ms at 1M", "ingest_share": "≤ 10 %",
-    "delete_file": "O(chunks of the file)", "delete_kb": "complete, in slices, nothing left",
+    "writes": "≤ 2 × at 100k", "delete_file": "O(chunks of the file)", "delete_kb": "complete, in slices, nothing left",
 }
 TRUST_SNAPSHOTS = False  # --trust-snapshots
 _NS = uuid.UUID("6f1c2b1e-12a0-4c59-9a51-000000000012")
@@ -145,10 +145,12 @@ async def build(args: argparse.Namespace, sizes: list[int]) -> None:
     host = make_host(args.backend, args.dim, work if args.backend == "milvus" else None)
     h = Harness(host)  # type: ignore[arg-type]
     done_files = 0
+    earlier: dict[str, dict[str, int]] = {"written": {}, "writes": {}}  # the build's writes before this process
     if start_from:
         host.load(state_dir / f"{args.backend}-{start_from}", work) if args.backend == "milvus" else \
             host.load(state_dir / f"{args.backend}-{start_from}")
         done_files = start_from // CHUNKS_PER_FILE
+        earlier = json.loads((state_dir / f"{args.backend}-{start_from}" / "info.json").read_text())["storage"]
         print(f"build: continuing from the {start_from:,}-chunk snapshot (a plugin restart)", flush=True)
     else:
         await h.component.on_knowledge_base_create(KB, dict(CREATION))
@@ -192,8 +194,11 @@ async def build(args: argparse.Namespace, sizes: list[int]) -> None:
         if out.exists():
             shutil.rmtree(out)
         host.save(out)
+        storage = host.storage_accounting(KB)
+        for what in ("written", "writes"):
+            storage[what] = dict(Counter(storage[what]) + Counter(earlier[what]))
         info = {
-            "plugin_source": plugin_source(), "snapshot_format": SNAPSHOT_FORMAT, "build_rss_mib": mib(rss.now()),
+            "storage": storage, "plugin_source": plugin_source(), "snapshot_format": SNAPSHOT_FORMAT, "build_rss_mib": mib(rss.now()),
             "backend": args.backend, "size": size, "files": files, "dim": args.dim, "stored_vectors": stored,
             "bulk": {"chunks": bulk_chunks, "s": round(bulk_s, 1), "concurrency": args.concurrency},
             "sample": {"files": len(walls), "chunks": sample_chunks, "wall_s": sum(walls), "host_s": sum(hosts),
@@ -366,6 +371,7 @@ async def measure(directory: Path, args: argparse.Namespace) -> dict[str, Any]:
         "kb_row_kept": args.kb_row_kept, "vectors_left": left[0], "keys_left": left[1],
     }
     out["ingest"] = ingest_row(info)
+    out["storage"] = info["storage"]
     out["call_latency_ms"] = args.call_latency_ms
     rss.stop()
     if info["backend"] == "milvus":
@@ -386,9 +392,17 @@ def ingest_row(info: dict[str, Any]) -> dict[str, Any]:
 
 
 # ====================================================================== report
+def storage_row(storage: dict[str, dict[str, int]]) -> str:
+    written, stored = sum(storage["written"].values()), sum(storage["stored"].values())
+    return (f"{written / max(stored, 1):.2f} × ({mib(written):,} MiB in {sum(storage['writes'].values()):,} writes / "
+            f"{mib(stored):,} MiB in {sum(storage['keys'].values()):,} keys, of which segments "
+            f"{mib(storage['stored'].get('segments', 0)):,} MiB, records {mib(storage['stored'].get('records', 0)):,} MiB)")
+
+
 ROW_NAMES = ("plugin RSS (steady / peak)", "first query after a restart", "  longest loop stall during it",
              "keyword top-10 p95 (wall)", "hybrid retrieve, engine-added p95", "  longest loop stall over all queries",
-             "ingest: plugin's share of wall", "delete one file", "delete the KB")
+             "ingest: plugin's share of wall", "plugin storage written over the build / stored",
+             "  written by kind (records / journal / segments / manifest)", "delete one file", "delete the KB")
 
 
 def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -413,6 +427,10 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
         ("ingest: plugin's share of wall", TARGETS["ingest_share"],
          f"{ing['plugin_share_pct']:.1f} % ({ing['plugin_ms_per_file']:.0f} ms plugin / "
          f"{ing['host_ms_per_file']:.0f} ms host per 20-chunk file)"),
+        ("plugin storage written over the build / stored", TARGETS["writes"], storage_row(r["storage"])),
+        ("  written by kind (records / journal / segments / manifest)", "",
+         " / ".join(f"{mib(r['storage']['written'].get(k, 0)):,} MiB ({r['storage']['writes'].get(k, 0):,})"
+                    for k in ("records", "journal", "segments", "manifest"))),
         ("delete one file", TARGETS["delete_file"],
          f"{df['wall_ms_median']:.0f} ms median ({df['engine_ms_median']:.0f} ms engine), "
          f"{sum(df['host_calls_each'].values())} host calls, stall {df['longest_stall_ms']:.0f} ms, left {df['left']}"),
@@ -446,6 +464,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                    ("keyword p95", lambda r: r["keyword"]["wall_p95_ms"]),
                    ("hybrid engine p95", lambda r: r["hybrid"]["engine_p95_ms"]),
                    ("ingest plugin ms/file", lambda r: r["ingest"]["plugin_ms_per_file"]),
+                   ("plugin storage written", lambda r: sum(r["storage"]["written"].values())),
+                   ("plugin storage stored", lambda r: sum(r["storage"]["stored"].values())),
                    ("delete file wall", lambda r: r["delete_file"]["wall_ms_median"]),
                    ("delete file host calls", lambda r: sum(r["delete_file"]["host_calls_each"].values())),
                    ("delete KB invocations", lambda r: r["delete_kb"]["invocations"]),

@@ -34,6 +34,7 @@ import pickle
 import shutil
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -53,7 +54,19 @@ HOST_METHODS = ("invoke_embedding", "invoke_rerank", "vector_upsert", "vector_se
                 "vector_list", "get_knowledge_file_stream", "set_plugin_storage", "get_plugin_storage",
                 "get_plugin_storage_keys", "delete_plugin_storage")
 _MULT = np.uint32(2654435761)
-SNAPSHOT_FORMAT = 2  # bump when save/load change
+SNAPSHOT_FORMAT = 3  # bump when save/load or info.json change
+
+
+def storage_kind(key: str) -> tuple[str, str]:
+    """(KB id or "", what the key holds) for the write accounting: "records", "journal",
+    "segments", "manifest" or "other" (meta, settings, failures, markers); a part (`#n`) counts
+    as its value."""
+    kb_id, _, rest = key.partition("#")[0].partition("/kb/")[2].partition("/")
+    for prefix, kind in (("file/", "records"), ("journal/", "journal"), ("kw/seg/", "segments"),
+                         ("kw/manifest", "manifest")):
+        if rest.startswith(prefix):
+            return kb_id, kind
+    return kb_id, "other"
 
 
 def fast_embed(text: str, dim: int) -> list[float]:
@@ -96,6 +109,8 @@ class ScaleHostBase(FakeHost):
         self.embed_latency_s = 0.0
         self.embed_per_text_s = 0.0
         self.deleted_kbs: set[str] = set()  # KBs whose row LangBot deleted: vector calls refused
+        self.written: Counter[tuple[str, str]] = Counter()  # bytes handed to set_plugin_storage, by storage_kind
+        self.writes: Counter[tuple[str, str]] = Counter()  # set_plugin_storage calls, by storage_kind
 
     async def _call(self, method: str, **kwargs: Any) -> None:
         await super()._call(method, **kwargs)
@@ -121,6 +136,8 @@ class ScaleHostBase(FakeHost):
 
     async def set_plugin_storage(self, key: str, value: bytes) -> None:
         await super().set_plugin_storage(key, value)
+        self.written[storage_kind(key)] += len(value)
+        self.writes[storage_kind(key)] += 1
 
     async def get_plugin_storage(self, key: str) -> bytes:
         return await super().get_plugin_storage(key)
@@ -141,6 +158,19 @@ class ScaleHostBase(FakeHost):
 
     def kb_storage_keys(self, kb_id: str) -> list[str]:
         return [k for k in self.storage if kb_id in k]
+
+    def storage_accounting(self, kb_id: str) -> dict[str, dict[str, int]]:
+        """For one KB, by kind: bytes and calls written so far, and bytes and keys stored now."""
+        stored: Counter[str] = Counter()
+        keys: Counter[str] = Counter()
+        for key, value in self.storage.items():
+            owner, kind = storage_kind(key)
+            if owner == kb_id:
+                stored[kind] += len(value)
+                keys[kind] += 1
+        return {"written": {k: v for (kb, k), v in self.written.items() if kb == kb_id},
+                "writes": {k: v for (kb, k), v in self.writes.items() if kb == kb_id},
+                "stored": dict(stored), "keys": dict(keys)}
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import lucidrag.base.host  # noqa: E402
+from lucidrag.index import segindex  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
 from tests.fakes import FakeHost, ingestion_context  # noqa: E402
@@ -147,3 +148,11 @@ def host() -> FakePlugin:
 @pytest.fixture
 def harness(host: FakePlugin) -> Harness:
     return Harness(host)
+
+
+@pytest.fixture
+def persist_every_segment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every keyword-index segment persisted as soon as it is built, for tests of the snapshot's
+    mechanics on a few small files (production keeps segments below segindex.PERSIST_POSTINGS in
+    memory only, and indexes their files from the records after a restart)."""
+    monkeypatch.setattr(segindex, "PERSIST_POSTINGS", 0)

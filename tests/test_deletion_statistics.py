@@ -5,6 +5,8 @@ uploaded -- in this process and after a restart from the persisted snapshot."""
 
 from __future__ import annotations
 
+import pytest
+
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.store import KbStore
 from tests.conftest import FakePlugin, Harness
@@ -39,6 +41,7 @@ def statistics(index: SegmentIndex) -> tuple[int, int, int, set[int]]:
             {index.chunk_count(f) for f in index.file_ids()})
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_a_deleted_file_no_longer_counts_in_the_keyword_statistics_or_the_ranking():
     never = Harness(FakePlugin())
     for name, data in (("alpha.txt", ALPHA), ("beta.txt", BETA)):

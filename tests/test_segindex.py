@@ -16,6 +16,9 @@ from lucidrag.index.terms import coverages, tokenize_chunks
 from lucidrag.state.records import chunk_uuid
 from tests.reference_bm25 import BM25Index
 
+# the tests below persist every segment; those of the threshold set it themselves
+pytestmark = pytest.mark.usefixtures("persist_every_segment")
+
 EN = ("pump valve bearing gasket rotor seal flange impeller firmware controller relay breaker cable "
       "descaling warranty cleaning boiler pressure sensor timeout retry gateway router install "
       "restart backup restore invoice delivery").split()
@@ -113,6 +116,7 @@ def small_merges(monkeypatch):
     """Merge thresholds scaled down so a test-sized corpus goes through several merge levels."""
     monkeypatch.setattr(segindex, "BASE_POSTINGS", 16)
     monkeypatch.setattr(segindex, "MERGE_FACTOR", 3)
+    monkeypatch.setattr(segindex, "PERSISTED_MERGE_FACTOR", 3)
     monkeypatch.setattr(segindex, "MAX_SEGMENT_POSTINGS", 4000)
 
 
@@ -354,3 +358,49 @@ def test_load_rejects_a_manifest_that_does_not_fit_its_segments():
             SegmentIndex.load(_tampered(ch.manifest, change), segs)
     assert SegmentIndex.load(_tampered(ch.manifest, lambda b: None), segs).file_ids() == c.idx.file_ids()
     assert c.idx.chunk_count("missing") == 0 and "missing" not in c.idx
+
+
+def in_memory_postings(idx: SegmentIndex) -> int:
+    return sum(s.live_postings for s in idx._segments if not s.durable)
+
+
+def test_small_segments_stay_in_memory_until_together_they_reach_the_persist_threshold(small_merges, monkeypatch):
+    monkeypatch.setattr(segindex, "PERSIST_POSTINGS", 400)
+    c = Corpus(31)
+    store: dict[str, bytes] = {}
+    flushes = 0
+    rng = random.Random(3)
+    for step in range(60):
+        if c.files and rng.random() < 0.2:
+            c.remove(rng.choice(sorted(c.files)))
+        else:
+            c.add(f"doc-{step}")
+        changes = c.idx.take_changes()
+        flushes += bool(changes.new_segments)
+        assert in_memory_postings(c.idx) < 400  # what a restart indexes again is bounded
+        if changes.manifest_changed:
+            store_apply(store, changes)
+        else:
+            assert not changes.new_segments and not changes.dropped_segments
+        back = restarted(store)
+        persisted = back.file_ids()
+        assert persisted <= c.idx.file_ids()
+        for fid in sorted(c.idx.file_ids() - persisted):  # what a restart does: index them from their records
+            back.add_file(fid, c.tokens[fid])
+        assert back.file_ids() == c.idx.file_ids() and len(back) == len(c.idx)
+        if step % 10 == 9:
+            assert_same_results(c.ref, back, c.text_of(), queries=QUERIES[:6])
+    assert flushes >= 3
+
+
+def test_segments_built_after_a_restart_never_take_the_name_of_one_a_crash_left_behind():
+    c = Corpus(17)
+    store: dict[str, bytes] = {}
+    c.add("doc-0")
+    store_apply(store, c.idx.take_changes())
+    c.add("doc-1")
+    orphan = set(c.idx.take_changes().new_segments)  # written, but the manifest was not: a crash
+    assert orphan
+    back = restarted(store)
+    back.add_file("doc-1", c.tokens["doc-1"])
+    assert not set(back.take_changes().new_segments) & orphan

@@ -217,6 +217,7 @@ async def _restarted_after_losing_solars_record(harness: Harness, host):
     return solar, restarted(host)
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_their_citation(harness: Harness, host):
     solar, back = await _restarted_after_losing_solars_record(harness, host)
     back.host.fail("vector_list", when=lambda filters=None, **_: bool(filters))  # nor rebuilt from its vectors
@@ -358,6 +359,7 @@ def metadata_dropping_host() -> FakePlugin:
 MANUAL = b"# Pump manual\n\nThe M7 pump needs part PX-7-2 every spring."
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_adoption_keeps_the_stored_record_when_only_the_index_snapshot_was_lost():
     host = metadata_dropping_host()
     harness = Harness(host)
@@ -442,6 +444,7 @@ async def test_re_uploading_a_file_whose_first_record_was_unsaved_keeps_the_new_
     assert texts == ["The valve is painted orange."]
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 @pytest.mark.parametrize("refused", ["/kw/", "/kw/manifest"])
 async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later_request(harness: Harness, host,
                                                                                         refused: str):
@@ -511,6 +514,7 @@ async def test_an_unreadable_journal_entry_without_vectors_leaves_no_record(harn
     assert "ghost" not in state_of(back).known_files()
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_a_record_rebuilt_from_vectors_that_cannot_be_saved_is_saved_later(harness: Harness, host):
     solar, back = await _restarted_after_losing_solars_record(harness, host)
     back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)

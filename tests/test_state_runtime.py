@@ -241,6 +241,7 @@ def watch_cpu_work(monkeypatch) -> tuple[Counter, Counter]:
     return calls, on_loop
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_loading_indexing_searching_and_deleting_run_off_the_event_loop(harness: Harness, host, monkeypatch):
     for i in range(6):
         await harness.ingest(KB, f"f{i}.txt", long_text(30) + f" file {i}".encode())

@@ -26,19 +26,26 @@ Layout (log-structured, like Lucene's segments)
   segment is next merged.
 * **Merge policy** (runs inside ``add_file``/``remove_file``, or ``maintain()``): a segment whose
   dead slots exceed ``PURGE_DEAD_SHARE`` of its slots is rewritten alone; a segment whose files
-  are all removed is dropped. Otherwise segments are grouped in levels by live postings
-  (level L holds [BASE*F^L, BASE*F^(L+1)), F = ``MERGE_FACTOR``), and F segments of one level are
-  merged into one, never beyond ``MAX_SEGMENT_POSTINGS`` (segments of at least half of it are
-  left alone). So there are at most ~(F-1) segments per level plus the full ones (query cost),
-  and each posting is rewritten about once per level (~5 times on the way to 1M chunks). A merge
-  is a linear, vectorised k-way scatter (the inputs' term runs are already sorted), not a sort.
+  are all removed is dropped. Segments built with fewer than ``PERSIST_POSTINGS`` live postings
+  are held in memory only; once those together reach it, they are merged into one (persisted)
+  segment. Otherwise segments are grouped in levels by live postings, in memory (level L holds
+  [BASE*F^L, BASE*F^(L+1)), F = ``MERGE_FACTOR``) and persisted (from ``PERSIST_POSTINGS``, F =
+  ``PERSISTED_MERGE_FACTOR``), and F segments of one level are merged into one, never beyond
+  ``MAX_SEGMENT_POSTINGS`` (segments of at least half of it are left alone). So there are at most
+  ~(F-1) segments per level plus the full ones (query cost), and each posting is written to
+  storage about 2 times on the way to 1M chunks (once when it is persisted, then per persisted
+  level), where persisting every segment and merging 8 at a time wrote it ~5.4 times. A merge is
+  a linear, vectorised k-way scatter (the inputs' term runs are already sorted), not a sort.
 * **Persistence**: a segment is one blob (sections 8-byte aligned, loaded with ``np.frombuffer``,
-  no per-posting work); the **manifest** (small, zlib'd JSON) lists the live segments in order
-  with their size and CRC-32, the removed files of each (tombstones), and the name counter.
-  ``take_changes`` returns the segments created since the last call, the names of persisted
-  segments that are no longer referenced, and the current manifest; write the new segments,
-  then the manifest, then delete the dropped ones. ``load`` recomputes each segment's live df
-  when it has tombstones (one vectorised pass over that segment's postings).
+  no per-posting work); the **manifest** (small, zlib'd JSON) lists the persisted segments in
+  order with their size and CRC-32, the removed files of each (tombstones), and the name token
+  and counter (unused on load: a loaded index names its segments with a new token, so none meets
+  a segment a crash left unnamed). ``take_changes`` returns the persisted segments created since
+  the last call, the names of persisted segments that are no longer referenced, and the manifest
+  (and whether it changed); write the new segments, then the manifest, then delete the dropped
+  ones. The files of the in-memory segments are in no manifest: the caller indexes them again
+  (from their records) after a restart. ``load`` recomputes each segment's live df when it has
+  tombstones (one vectorised pass over that segment's postings).
 
 Global slot numbering (for scoring) is the segments' slots in list order; ties in score are
 ordered by it (insertion order, modulo merges), where ``BM25Index`` orders them by first touch.
@@ -75,8 +82,14 @@ _TF_BITS = 8
 _TF_MAX = (1 << _TF_BITS) - 1
 _MAX_SEGMENT_SLOTS = 1 << (32 - _TF_BITS)  # local slots must fit in 24 bits
 
-MERGE_FACTOR = 8
-BASE_POSTINGS = 4096  # level 0: segments below BASE_POSTINGS * MERGE_FACTOR live postings
+MERGE_FACTOR = 8  # fan-in of the merges of segments held in memory only
+BASE_POSTINGS = 4096  # level 0 of those: below BASE_POSTINGS * MERGE_FACTOR live postings
+# A segment is persisted once it holds this many live postings (~3,500 chunks, ~2-3 MiB); the
+# smaller ones live in memory only and are rebuilt from the files' records after a restart. When
+# those together reach it, they are merged into one persisted segment. Each write of a posting to
+# plugin storage costs more than a merge in memory (docs/SCALE.md, "Writes").
+PERSIST_POSTINGS = 1 << 19
+PERSISTED_MERGE_FACTOR = 16  # fan-in of the merges of persisted segments (level 0: PERSIST_POSTINGS)
 MAX_SEGMENT_POSTINGS = 1 << 25  # ~128 MiB of postings: the largest segment a merge builds
 PURGE_DEAD_SHARE = 0.3  # rewrite a segment alone once this share of its slots is dead
 _BLOCK = 1 << 22  # postings per vectorised block in merges and scans (bounds temporary memory)
@@ -105,11 +118,12 @@ class KeywordHit:
 @dataclass(frozen=True)
 class IndexChanges:
     """What to write to plugin storage since the last ``take_changes()``: the new segments first,
-    then the manifest, then delete the dropped segments."""
+    then the manifest (if ``manifest_changed``), then delete the dropped segments."""
 
     new_segments: dict[str, bytes]
     dropped_segments: list[str]
-    manifest: bytes
+    manifest: bytes  # of the persisted segments, current
+    manifest_changed: bool  # since the last call: else storage holds it already (if that write succeeded)
 
 
 def _term_table(terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +181,7 @@ class _Segment:
 
     __slots__ = ("name", "file_ids", "file_starts", "file_postings", "lens", "hashes", "offsets",
                  "postings", "df", "uuids", "id_offsets", "id_blob", "dead_files", "dead_slots",
-                 "dead_postings", "crc", "nbytes", "base")
+                 "dead_postings", "crc", "nbytes", "base", "durable")
 
     def __init__(self, name: str, file_ids: list[str], file_starts: np.ndarray, file_postings: np.ndarray,
                  lens: np.ndarray, hashes: np.ndarray, offsets: np.ndarray, postings: np.ndarray,
@@ -190,6 +204,9 @@ class _Segment:
         self.crc: int | None = None  # of the serialised blob, once serialised
         self.nbytes = 0
         self.base = 0  # first global slot (set by SegmentIndex._relayout/_append)
+        # persisted (built with at least PERSIST_POSTINGS live postings, or loaded); else held in
+        # memory only, and its files are indexed again from their records after a restart
+        self.durable = len(postings) >= PERSIST_POSTINGS
 
     @property
     def n_slots(self) -> int:
@@ -424,6 +441,7 @@ class SegmentIndex:
         self._unsaved: set[str] = set()  # live segments not yet handed out by take_changes
         self._persisted: set[str] = set()  # segment names handed out (or loaded)
         self._dropped: list[str] = []  # persisted names no longer referenced
+        self._listed: list[dict] | None = None  # the segments of the manifest last handed out
 
     # -- mutation ------------------------------------------------------------------------
 
@@ -532,7 +550,8 @@ class SegmentIndex:
             self._files[fid] = (seg, fi)
         self._n += seg.n_slots
         self._total_len += int(seg.lens.sum(dtype=np.int64))
-        self._unsaved.add(seg.name)
+        if seg.durable:
+            self._unsaved.add(seg.name)
 
     def _grow(self, cap: int) -> None:
         for name in ("_lens", "_alive"):
@@ -587,25 +606,34 @@ class SegmentIndex:
         for seg in self._segments:
             if seg.dead_slots and seg.dead_slots > PURGE_DEAD_SHARE * seg.n_slots:
                 return [seg]
-        levels: dict[int, list[_Segment]] = {}
+        in_memory = [s for s in self._segments if not s.durable]
+        if len(in_memory) > 1 and sum(s.live_postings for s in in_memory) >= PERSIST_POSTINGS:
+            return self._fitting(in_memory)  # into one segment that is persisted
+        levels: dict[tuple[bool, int], list[_Segment]] = {}
         for seg in self._segments:
             size = seg.live_postings
             if size * 2 >= MAX_SEGMENT_POSTINGS:
                 continue  # full: only purges rewrite it
-            level, bound = 0, BASE_POSTINGS * MERGE_FACTOR
+            factor = PERSISTED_MERGE_FACTOR if seg.durable else MERGE_FACTOR
+            level, bound = 0, (max(PERSIST_POSTINGS, BASE_POSTINGS) if seg.durable else BASE_POSTINGS) * factor
             while size >= bound:
                 level += 1
-                bound *= MERGE_FACTOR
-            levels.setdefault(level, []).append(seg)
-        for level in sorted(levels):
-            members = levels[level]
-            if len(members) >= MERGE_FACTOR:
-                pick = members[:MERGE_FACTOR]
-                while len(pick) > 2 and (sum(s.live_postings for s in pick) > MAX_SEGMENT_POSTINGS
-                                         or sum(s.n_slots - s.dead_slots for s in pick) >= _MAX_SEGMENT_SLOTS):
-                    pick.pop()
-                return pick
+                bound *= factor
+            levels.setdefault((seg.durable, level), []).append(seg)
+        for (durable, level) in sorted(levels):
+            members = levels[durable, level]
+            factor = PERSISTED_MERGE_FACTOR if durable else MERGE_FACTOR
+            if len(members) >= factor:
+                return self._fitting(members[:factor])
         return None
+
+    @staticmethod
+    def _fitting(pick: list[_Segment]) -> list[_Segment]:
+        """The first of these segments whose merge stays within one segment's limits (at least 2)."""
+        while len(pick) > 2 and (sum(s.live_postings for s in pick) > MAX_SEGMENT_POSTINGS
+                                 or sum(s.n_slots - s.dead_slots for s in pick) >= _MAX_SEGMENT_SLOTS):
+            pick.pop()
+        return pick
 
     def _merge(self, segs: list[_Segment]) -> int:
         """Replace ``segs`` (in list order) by one segment without their dead slots, placed
@@ -680,7 +708,8 @@ class SegmentIndex:
         self._segments.insert(at, merged)
         for fi, fid in enumerate(files):
             self._files[fid] = (merged, fi)
-        self._unsaved.add(merged.name)
+        if merged.durable:
+            self._unsaved.add(merged.name)
         return at
 
     # -- queries -------------------------------------------------------------------------
@@ -956,27 +985,25 @@ class SegmentIndex:
     # -- persistence ---------------------------------------------------------------------
 
     def take_changes(self, everything: bool = False) -> IndexChanges:
-        """The segments built since the last call (all live ones if ``everything``: after a
-        failed write, or for a fresh store), the persisted segments no longer referenced, and
-        the manifest of the current state. Write new segments, then the manifest, then delete
-        the dropped ones."""
+        """The persisted segments built since the last call (all of them if ``everything``:
+        after a failed write, or for a fresh store), the persisted segments no longer
+        referenced, and the manifest of the persisted segments. Write new segments, then the
+        manifest, then delete the dropped ones. Segments held in memory only are not in it:
+        after a restart, their files are the ones that have a record but are not indexed."""
         new: dict[str, bytes] = {}
         for seg in self._segments:
-            if everything or seg.name in self._unsaved:
+            if seg.durable and (everything or seg.name in self._unsaved):
                 new[seg.name] = seg.to_bytes()
                 self._persisted.add(seg.name)
         self._unsaved.clear()
         dropped, self._dropped = self._dropped, []
-        return IndexChanges(new, dropped, self._manifest())
-
-    def _manifest(self) -> bytes:
-        body = {
-            "k1": self.k1, "b": self.b, "token": self._token, "next": self._next,
-            "segments": [{"name": s.name, "bytes": s.nbytes, "crc": s.crc, "dead": sorted(s.dead_files)}
-                         for s in self._segments],
-        }
+        listed = [{"name": s.name, "bytes": s.nbytes, "crc": s.crc, "dead": sorted(s.dead_files)}
+                  for s in self._segments if s.durable]
+        changed = everything or listed != self._listed
+        self._listed = listed
+        body = {"k1": self.k1, "b": self.b, "token": self._token, "next": self._next, "segments": listed}
         raw = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        return _MANIFEST_MAGIC + bytes([_FORMAT_VERSION]) + zlib.compress(raw, 6)
+        return IndexChanges(new, dropped, _MANIFEST_MAGIC + bytes([_FORMAT_VERSION]) + zlib.compress(raw, 6), changed)
 
     @staticmethod
     def _read_manifest(manifest: bytes) -> dict:
@@ -1013,8 +1040,10 @@ class SegmentIndex:
         are views of the blobs). ``ValueError`` on garbage, a missing segment or one whose size
         or CRC-32 differs from the manifest's."""
         body = cls._read_manifest(manifest)
+        # a new name token: a crash between writing a segment and the manifest leaves a segment
+        # the manifest does not name, which must not share a name with one built from now on
         idx = cls(k1=float(body["k1"]), b=float(body["b"]))
-        idx._token, idx._next = body["token"], body["next"]
+        idx._listed = body["segments"]
         for entry in body["segments"]:
             name = entry["name"]
             blob = segments.get(name)
@@ -1025,7 +1054,7 @@ class SegmentIndex:
             if len(blob) != entry["bytes"] or zlib.crc32(blob) != entry["crc"]:
                 raise ValueError(f"keyword-index segment {name} does not match the manifest")
             seg = _Segment.from_bytes(name, blob)
-            seg.crc, seg.nbytes = entry["crc"], entry["bytes"]
+            seg.crc, seg.nbytes, seg.durable = entry["crc"], entry["bytes"], True
             dead = set(entry["dead"])
             if any(not 0 <= d < seg.n_files for d in dead):
                 raise ValueError(f"keyword-index segment {name}: bad tombstone")

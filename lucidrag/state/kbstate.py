@@ -504,10 +504,11 @@ class KnowledgeBaseState:
         return True
 
     def _storage_is_empty(self) -> bool:
-        """Plugin storage holds no meta (written at KB creation), no record and no index of this
-        KB: a host whose storage writes all fail, or storage lost. A restart then lists the
-        vector DB to find the files (`_load`); otherwise it trusts storage."""
-        return (self.stored_ids is not None and not self.stored_ids and not self.manifest_known
+        """Plugin storage holds no meta (written at KB creation), no record and no index segment
+        of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
+        the vector DB to find the files (`_load`); otherwise it trusts storage. (A manifest alone
+        names no file: segments held in memory only are not in it.)"""
+        return (self.stored_ids is not None and not self.stored_ids and not self.live_segments
                 and self.meta_stored is False)
 
     async def _save_meta(self, store: KbStore) -> None:
@@ -794,7 +795,8 @@ class KnowledgeBaseState:
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
             self.pending_segments.update(changes.new_segments)
-            self.pending_manifest = changes.manifest
+            if changes.manifest_changed:  # (most ingests only add a segment held in memory)
+                self.pending_manifest = changes.manifest
             for name in changes.dropped_segments:
                 if self.pending_segments.pop(name, None) is None:
                     self.pending_drops.add(name)

@@ -15,12 +15,15 @@ whose snapshot could not be loaded in time stays unloaded (the hook fails, and t
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from lucidrag.base.alongside import hook_scope
 from lucidrag.base.budget import budget, hook_budget, remaining
 from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
@@ -41,6 +44,7 @@ KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin stora
 # for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
 UPKEEP_STEP_SLACK_S = 10.0
+KEYWORD_WAIT_S = 10.0  # a keyword query waits this long for an index still being read (see retrieve)
 
 
 @dataclass
@@ -53,6 +57,11 @@ class Installation:
     snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
 
+    def load_beside(self, host: HostApi) -> None:
+        """Read on the index snapshots still being read, beside the current hook."""
+        for state in list(self.kbs.values()):
+            state.load_beside(host)
+
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
         if state is None:
@@ -60,6 +69,22 @@ class Installation:
             if self.snapshot is not None:
                 state.seed(self.snapshot)
         return state
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _loading_beside(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
+                    ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
+    """Every hook carries on reading the installation's index snapshots while it runs, and stops
+    that before it returns (base/alongside.py)."""
+    @functools.wraps(hook)
+    async def run(self: Engine, host: HostApi, installation_id: str, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with hook_scope():
+            self.installation(installation_id).load_beside(host)
+            return await hook(self, host, installation_id, *args, **kwargs)
+    return run
 
 
 class Engine:
@@ -76,6 +101,7 @@ class Engine:
         self.installations.pop(installation_id, None)
 
     # ------------------------------------------------------------------ hooks
+    @_loading_beside
     async def create_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> None:
         """Remember that the new KB has no vectors yet, so that nothing touches the vector DB before
         its first upsert (see KnowledgeBaseState.fresh). Best effort."""
@@ -84,6 +110,7 @@ class Engine:
             await KbStore(host, kb_id).save_meta(KbMeta(None, False))
             await self._upkeep(host, inst, "create")
 
+    @_loading_beside
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
         inst = self.installation(installation_id)
         state = inst.kb(request.kb_id)
@@ -92,6 +119,7 @@ class Engine:
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         return await ingest_file(host, state, embedder, request)
 
+    @_loading_beside
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
                        query: str, creation_settings: Mapping[str, Any],
                        retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None) -> list[Hit]:
@@ -101,7 +129,12 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         with hook_budget("retrieve"):
-            await state.ensure_loaded(host, collection_id)
+            # After a restart the keyword index is read beside the hooks. Meanwhile vector and
+            # hybrid queries are answered by vector search, a keyword query waits for it a while
+            # (then it is answered by vector search too), and a filter, evaluated over the
+            # index's files, waits for it.
+            wait_s = math.inf if where else KEYWORD_WAIT_S if settings.search_mode == "keyword" else 0.0
+            await state.ensure_loaded(host, collection_id, wait_s=wait_s)
             await self._upkeep(host, inst, "retrieve", first=state)
             if state.fresh and not state.has_files():
                 return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
@@ -109,6 +142,7 @@ class Engine:
             request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
             return await retrieve(host, state, embedder, request)
 
+    @_loading_beside
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
         (or did not answer in time: LangBot then keeps the file, and deleting it again is safe), and
@@ -137,6 +171,7 @@ class Engine:
             logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
             await self._upkeep(host, inst, "delete")
 
+    @_loading_beside
     async def delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         """Remove every vector of the KB (the host leaves them behind) and all derived state.
 

@@ -9,7 +9,8 @@ derived from the host's vector DB (the source of truth). Every mutation is a met
 ingest's begin / first write / commit / abort, a file's deletion, the load after a restart,
 reconciliation, indexing what the snapshot lacks, and retrying storage writes that failed.
 
-Restart: the index snapshot is loaded (a few storage values, no tokenising); files with a stored
+Restart: the index snapshot is loaded (storage values and no tokenising; for a query it is read
+beside the hooks while they answer from the vectors, state/snapshotload.py); files with a stored
 record that the snapshot lacks are indexed, and indexed files without a record are dropped. With
 no snapshot and no records at all, the file ids are discovered in the vector DB and each file's
 record is rebuilt from its vectors. That work runs in bounded slices at the start of later hooks
@@ -37,14 +38,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lucidrag.base.alongside import beside
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import BudgetSpent, remaining
+from lucidrag.base.budget import BudgetSpent, budget, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
+from lucidrag.state.snapshotload import SnapshotLoad, SnapshotUnusable
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
     JournalEntry,
@@ -53,13 +56,14 @@ from lucidrag.state.store import (
     KeySnapshot,
     decode_record,
     list_keys,
+    run_bounded,
 )
 from lucidrag.vectors.scoring import Metric
 from lucidrag.vectors.vectorscan import LIST_WINDOW, FileDiscovery, file_vectors
 
 logger = logging.getLogger(__name__)
 
-LOAD_CONCURRENCY = 8  # storage reads in flight while loading records or segments
+LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
 INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
@@ -83,6 +87,9 @@ class KnowledgeBaseState:
     has_vectors: bool | None = None  # what the stored meta says (None: unknown)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
+    opened: bool = False  # meta, storage listing and index manifest read (`_open`)
+    snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
+    load_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # the loaded snapshot is adopted once
     persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
@@ -170,7 +177,7 @@ class KnowledgeBaseState:
         if not missing:
             return out
         store = KbStore(host, self.kb_id)
-        blobs = await _gather_bounded([store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
+        blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
         stored = {r.file_id: r for r in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs)))}
         if self.trust_records:
             for record in stored.values():
@@ -178,8 +185,8 @@ class KnowledgeBaseState:
                 out[record.file_id] = record
         lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
         if lost and not self.fresh:
-            for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
-                                                LOAD_CONCURRENCY):
+            for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f)
+                                             for f in lost], LOAD_CONCURRENCY):
                 if record is None:
                     continue
                 previous = stored.get(record.file_id)
@@ -248,14 +255,31 @@ class KnowledgeBaseState:
                 self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
 
     # ================================================================ loading
-    async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True) -> None:
-        """Load the index snapshot once per process (every mutation needs it first). With
-        `index_now`, also index what it lacks for up to FIRST_LOAD_BUDGET_S."""
+    async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
+                            wait_s: float = math.inf) -> None:
+        """Load the KB's state once per process: the meta, the storage listing and the index
+        snapshot (every mutation needs it first). A snapshot that has to be read from storage is
+        waited for at most `wait_s` (a query); if it is not there by then it is read on beside
+        this and later hooks (`loading`) and this returns. With `index_now`, index what a loaded
+        snapshot lacks for up to FIRST_LOAD_BUDGET_S."""
         if not self.loaded:
-            async with self.lock:
+            if not self.opened:
+                async with self.lock:
+                    if not self.opened:
+                        await self._open(host)
+            # A KB that may never have had a vector is only known to be `fresh` (nothing may touch
+            # its vectors) once loaded: it is loaded at once.
+            if wait_s == math.inf or self.snapshot_load is None or self.has_vectors is False or self.meta_unknown:
+                async with self.lock:
+                    if not self.loaded:
+                        await self._finish_load(host)
+            else:
+                if wait_s > 0 and self.loading:
+                    with budget(wait_s):
+                        await self._load_quietly(host)
                 if not self.loaded:
-                    await self._load(host)
-                    self.loaded = True
+                    self.load_beside(host)
+                    return
         if self.meta_unknown and self.has_vectors is None:
             await self._reread_meta(host)
         if index_now and self.look_in_vector_db and not self.fresh:
@@ -269,7 +293,26 @@ class KnowledgeBaseState:
             except Exception as error:  # noqa: BLE001 - later hooks continue; this one answers from vectors
                 logger.warning("kb=%s: indexing could not continue now (%s)", self.kb_id, describe(error))
 
-    async def _load(self, host: HostApi) -> None:
+    @property
+    def loading(self) -> bool:
+        """The index snapshot is being read from storage (beside the hooks: `load_beside`)."""
+        return self.opened and not self.loaded and self.snapshot_load is not None
+
+    def load_beside(self, host: HostApi) -> None:
+        """Carry on reading the index snapshot while the current hook runs (base/alongside.py)."""
+        if self.loading:
+            beside(f"load-index:{self.kb_id}", lambda: self._load_quietly(host))
+
+    async def _load_quietly(self, host: HostApi) -> None:
+        try:
+            await self._finish_load(host)
+        except BudgetSpent:
+            pass  # the next hook reads on
+        except Exception as error:  # noqa: BLE001 - the next hook (or a mutation) tries again
+            logger.warning("kb=%s: loading the keyword index stopped (%s)", self.kb_id, describe(error))
+
+    async def _open(self, host: HostApi) -> None:
+        """What every hook needs before the index: the meta, the storage listing, the manifest."""
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
         listing: KeySnapshot | None = None
@@ -284,9 +327,40 @@ class KnowledgeBaseState:
             snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
                 self.seed(snapshot)
-        snapshot_index = await self._load_index_snapshot(store)
-        if remaining() <= 0:  # reads were cut short by the hook's deadline: load again next time
+        manifest = await store.load_index_manifest()
+        if remaining() <= 0:  # reads were cut short by the hook's deadline: open again next time
             raise BudgetSpent("the knowledge base could not be loaded in this request's time")
+        if manifest is not None:
+            try:
+                self.snapshot_load = SnapshotLoad(self.kb_id, manifest)
+            except ValueError as error:
+                logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
+                               self.kb_id, error)
+        self.opened = True
+
+    async def _finish_load(self, host: HostApi) -> None:
+        """Read the rest of the snapshot (with the other hooks reading it), then reconcile it
+        with the stored records. BudgetSpent if this hook's time ends first."""
+        load = self.snapshot_load
+        snapshot_index: SegmentIndex | None = None
+        if load is not None:
+            try:
+                snapshot_index = await load.run(host)
+            except SnapshotUnusable as error:
+                logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
+                               self.kb_id, error)
+        async with self.load_guard:
+            if self.loaded:
+                return
+            if snapshot_index is not None:
+                self.live_segments = set(load.names)  # type: ignore[union-attr]
+                self.orphan_segments -= self.live_segments
+                self.manifest_known = True
+            self.snapshot_load = None
+            await self._adopt_snapshot(snapshot_index)
+            self.loaded = True
+
+    async def _adopt_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
@@ -332,25 +406,6 @@ class KnowledgeBaseState:
         if self.fresh and self.has_vectors is not False:
             self.fresh = False
             self.look_in_vector_db = not self.has_files() and self.stored_ids is not None
-
-    async def _load_index_snapshot(self, store: KbStore) -> SegmentIndex | None:
-        manifest = await store.load_index_manifest()
-        if manifest is None:
-            return None
-        try:
-            names = SegmentIndex.manifest_segment_names(manifest)
-            blobs = await _gather_bounded([store.load_index_segment(n) for n in names], LOAD_CONCURRENCY)
-            if any(b is None for b in blobs):
-                raise ValueError("a segment is missing")
-            index = await run_blocking(SegmentIndex.load, manifest, dict(zip(names, blobs)))
-        except ValueError as error:
-            logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
-                           self.kb_id, error)
-            return None
-        self.live_segments = set(names)
-        self.orphan_segments -= self.live_segments
-        self.manifest_known = True
-        return index
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),
@@ -581,8 +636,16 @@ class KnowledgeBaseState:
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float) -> None:
         store = KbStore(host, self.kb_id)
         await self.flush(store, deadline)
+        if not self.loaded:
+            # Settling journal entries changes the index: it waits for the snapshot (within this
+            # upkeep's time; then it is read on beside the hooks).
+            if not self.journals or time.monotonic() >= deadline:
+                return
+            await self.ensure_loaded(host, collection_id, index_now=False, wait_s=deadline - time.monotonic())
+            if not self.loaded:
+                return
         await self.reconcile(host, collection_id, deadline)
-        if self.loaded and self.indexing:
+        if self.indexing:
             await self.continue_indexing(host, collection_id, deadline)
 
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
@@ -786,13 +849,3 @@ def _replace_all(index: SegmentIndex, old: dict[str, list[TokenizedChunk] | None
         if file_id in index:
             index.remove_file(file_id, None)
         index.add_file(file_id, chunks)
-
-
-async def _gather_bounded(calls: list, limit: int) -> list:
-    semaphore = asyncio.Semaphore(limit)
-
-    async def one(call):
-        async with semaphore:
-            return await call
-
-    return await asyncio.gather(*(one(c) for c in calls))

@@ -175,6 +175,16 @@ async def run_bounded(calls: Iterable[Callable[[], Awaitable[T]]], limit: int = 
     return results
 
 
+def blob_head(head: bytes) -> bytes | int:
+    """What the stored value of a blob's key says: the blob itself, or how many parts hold it
+    (`ValueError` if it is neither)."""
+    if head[:1] == _SINGLE:
+        return head[1:]
+    if head[:1] == _PARTS and head[1:].isdigit():
+        return int(head[1:])
+    raise ValueError("unreadable header")
+
+
 def _part_count(head: bytes | None) -> int:
     """How many parts a stored header names (0 for a single value or none)."""
     if head and head[:1] == _PARTS and head[1:].isdigit():
@@ -230,12 +240,16 @@ class KbStore:
 
     async def _get_blob(self, key: str, what: str) -> bytes | None:
         head = await get_value(self.host, key)
-        if not head or head[:1] == _SINGLE:
-            return head[1:] if head else None
-        if head[:1] != _PARTS or not head[1:].isdigit():
+        if not head:
+            return None
+        try:
+            layout = blob_head(head)
+        except ValueError:
             logger.warning("kb=%s: unreadable header of %s", self.kb_id, what)
             return None
-        parts = await run_bounded(lambda n=n: get_value(self.host, part_key(key, n)) for n in range(int(head[1:])))
+        if isinstance(layout, bytes):
+            return layout
+        parts = await run_bounded(lambda n=n: get_value(self.host, part_key(key, n)) for n in range(layout))
         if None in parts:
             logger.warning("kb=%s: part %d of %s is missing", self.kb_id, parts.index(None), what)
             return None

@@ -1,0 +1,125 @@
+"""Issue 19: after a restart the keyword index snapshot is read beside the hooks, not before the
+first answer. Queries are answered from the vectors meanwhile; the read goes on across hooks
+without reading anything twice, with a bounded number of storage calls in flight, and stops with
+each hook (the SDK refuses host calls of a task that outlives its hook).
+
+A "restart" is a new plugin over the same host (vector DB and plugin storage). Every storage call
+takes 1 ms here, so a hook's own work ends before a snapshot of many parts is read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+import lucidrag.state.store as store_module
+from lucidrag import engine as engine_module
+from lucidrag.state.storage_keys import index_segment_key, kb_prefix
+from tests.conftest import Harness
+from tests.test_scale_state import KB, ingest_manuals, state_of
+from tests.test_state_runtime import restarted
+
+PART = 512  # bytes per storage value: the 40-manual index is ~170 parts of it
+
+
+def is_index_part(key: str, **_: object) -> bool:
+    return key.startswith(kb_prefix(KB) + "kw/seg/") and "#" in key
+
+
+def index_values(host) -> int:
+    return sum(1 for k in host.storage if k.startswith(kb_prefix(KB) + "kw/seg/"))
+
+
+@pytest.fixture
+async def big_index(harness: Harness, host, monkeypatch) -> Harness:
+    """A 40-file KB whose index snapshot is many small values, and the plugin restarted over it."""
+    monkeypatch.setattr(store_module, "PART_SIZE", PART)
+    await ingest_manuals(harness)
+    back = restarted(host)
+    back.host.latency = 0.001
+    return back
+
+
+async def test_the_first_query_after_a_restart_does_not_wait_for_the_keyword_index(big_index: Harness):
+    back = big_index
+    back.host.hang("get_plugin_storage", when=is_index_part)  # the index's parts never arrive
+
+    texts = await asyncio.wait_for(back.texts(KB, "Section 4 of manual 33: part PX-33-4 of pump model M33"), 10)
+
+    assert "manual 33" in texts[0], "answered from the vectors"
+    assert state_of(back).loading and not state_of(back).loaded
+    assert back.host.calls["get_plugin_storage"] < index_values(back.host)
+
+
+async def test_the_index_is_read_across_queries_once_and_then_used(big_index: Harness):
+    back = big_index
+    values = index_values(back.host)
+    queries = 0
+    while not state_of(back).loaded:
+        assert queries < 100, "the snapshot was never loaded"
+        texts = await back.texts(KB, f"pump model M{queries % 40}")
+        assert texts, "every query is answered while the index is read"
+        queries += 1
+        assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()], \
+            "nothing of a hook runs after it returned"
+    assert queries > 1, "the snapshot was read beside several hooks, not before the first answer"
+    index_reads = sum(n for k, n in back.host.reads.items() if k.startswith(index_segment_key(KB, "")))
+    # a read in flight when its hook ends is lost and made again by the next hook
+    assert values <= index_reads <= values + store_module.PART_CONCURRENCY * queries
+    assert not back.host.refused, "no host call was made after its hook had ended"
+    calls = back.host.calls["get_plugin_storage"]
+    assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]
+    assert back.host.calls["get_plugin_storage"] - calls <= 2, "the loaded index is not read again"
+
+
+async def test_reads_stay_bounded_when_several_queries_run_at_once(big_index: Harness):
+    back = big_index
+    reading = {"now": 0, "peak": 0, "all": 0}
+    real = back.host.get_plugin_storage
+
+    async def counted(key: str) -> bytes:
+        if not is_index_part(key):
+            return await real(key)
+        reading["now"] += 1
+        reading["all"] += 1
+        reading["peak"] = max(reading["peak"], reading["now"])
+        try:
+            return await real(key)
+        finally:
+            reading["now"] -= 1
+
+    back.host.get_plugin_storage = counted  # type: ignore[method-assign]
+    await asyncio.gather(*(back.texts(KB, f"pump model M{i}") for i in range(4)))
+    await asyncio.gather(*(back.texts(KB, f"pump model M{i}") for i in range(4)))
+    assert reading["all"] > store_module.PART_CONCURRENCY, "the queries read the index beside them"
+    assert reading["peak"] == store_module.PART_CONCURRENCY, "four hooks read it, 8 reads at a time in all"
+
+
+async def test_a_keyword_query_waits_for_the_index(big_index: Harness):
+    back = big_index
+    texts = await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1})
+    assert "PX-33-4" in texts[0] and state_of(back).loaded
+
+
+async def test_a_keyword_query_is_answered_by_vectors_when_the_index_does_not_come(big_index: Harness, monkeypatch,
+                                                                                   caplog):
+    back = big_index
+    monkeypatch.setattr(engine_module, "KEYWORD_WAIT_S", 0.05)
+    back.host.hang("get_plugin_storage", when=is_index_part)
+    with caplog.at_level(logging.WARNING):
+        response = await asyncio.wait_for(
+            back.retrieve(KB, "Section 4 of manual 33: part PX-33-4 of pump model M33", settings={"search_mode": "keyword", "top_k": 3}), 10)
+    assert "manual 33" in response.results[0].content[0].text
+    assert "answered by vector search" in caplog.text
+
+
+async def test_a_delete_after_a_restart_waits_for_the_index_and_the_file_stays_deleted(big_index: Harness, host):
+    back = big_index
+    doc = next(m["file_id"] for m in host.vectors_of(KB) if "PX-33-" in m["text"])
+    await back.texts(KB, "pump")  # the index is being read
+    assert await back.component.delete_document(KB, doc) is True
+    again = restarted(back.host)
+    texts = await again.texts(KB, "PX-33-4", settings={"search_mode": "keyword"})
+    assert not any("PX-33-4" in t for t in texts)

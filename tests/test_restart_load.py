@@ -123,3 +123,48 @@ async def test_a_delete_after_a_restart_waits_for_the_index_and_the_file_stays_d
     again = restarted(back.host)
     texts = await again.texts(KB, "PX-33-4", settings={"search_mode": "keyword"})
     assert not any("PX-33-4" in t for t in texts)
+
+
+# ---------------------------------------------------------------- segments stored compressed
+def stored_segments(host) -> dict[str, bytes]:
+    """Each segment's stored value (its parts joined), by key."""
+    from lucidrag.state.store import blob_head
+
+    out = {}
+    for key in [k for k in host.storage if k.startswith(index_segment_key(KB, "")) and "#" not in k]:
+        head = blob_head(host.storage[key])
+        out[key] = head if isinstance(head, bytes) else b"".join(host.storage[f"{key}#{n}"] for n in range(head))
+    return out
+
+
+async def test_segments_are_stored_compressed(harness: Harness, host):
+    from lucidrag.state.store import unpack_segment
+
+    await ingest_manuals(harness)
+    stored = stored_segments(host)
+    raw = {k: unpack_segment(v) for k, v in stored.items()}
+    assert all(v[:4] == b"LRSG" for v in raw.values())
+    assert sum(map(len, stored.values())) < 0.8 * sum(map(len, raw.values()))
+
+
+async def test_segments_stored_raw_by_an_earlier_version_still_load(harness: Harness, host):
+    from lucidrag.state.store import unpack_segment
+
+    await ingest_manuals(harness)
+    for key, value in stored_segments(host).items():
+        for part in [k for k in host.storage if k.startswith(key + "#")]:
+            del host.storage[part]
+        host.storage[key] = b"Z" + unpack_segment(value)
+    back = restarted(host)
+    assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]
+    assert state_of(back).manifest_known and not state_of(back).to_index, "the snapshot was used"
+
+
+async def test_a_segment_that_does_not_decompress_costs_a_reindex_not_an_answer(harness: Harness, host):
+    await ingest_manuals(harness)
+    key = next(iter(stored_segments(host)))
+    host.storage[key] = b"ZLRSZ" + b"not zlib" * 10
+    for part in [k for k in host.storage if k.startswith(key + "#")]:
+        del host.storage[part]
+    back = restarted(host)
+    assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]

@@ -56,6 +56,7 @@ from lucidrag.state.store import (
     KeySnapshot,
     decode_record,
     list_keys,
+    pack_segments,
     run_bounded,
 )
 from lucidrag.vectors.scoring import Metric
@@ -111,7 +112,7 @@ class KnowledgeBaseState:
     empty_mark_stored: bool = False
     meta_unknown: bool = False  # the stored meta exists (or may) but could not be read yet
     index_dirty: bool = False
-    pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
+    pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest (packed)
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
@@ -805,7 +806,7 @@ class KnowledgeBaseState:
         async with self.persist_guard:
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
-            self.pending_segments.update(changes.new_segments)
+            self.pending_segments.update(await run_blocking(pack_segments, changes.new_segments))
             self.pending_manifest = changes.manifest
             for name in changes.dropped_segments:
                 if self.pending_segments.pop(name, None) is None:

@@ -6,7 +6,7 @@ LangBot hands over at a few MiB/s (docs/SCALE.md). Nothing may run after its hoo
 the engine runs it beside every hook of the installation (base/alongside.py) and a hook that
 needs the index waits for it. Whichever hooks run it, at most PART_CONCURRENCY reads are in flight,
 so the plugin's connection stays open to its other requests. Once every value is read, the
-segments are joined and loaded in a worker thread, once.
+segments are joined, decompressed and loaded in a worker thread, once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.storage_keys import index_segment_key, part_key
-from lucidrag.state.store import PART_CONCURRENCY, StorageReadFailed, blob_head, read_value
+from lucidrag.state.store import PART_CONCURRENCY, StorageReadFailed, blob_head, read_value, unpack_segment
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +71,9 @@ class SnapshotLoad:
         blobs = {}
         for key, name in self._segment_key.items():
             count = self._parts.get(key)
-            blobs[name] = (self._values[key] if count is None
-                           else b"".join(self._values[part_key(key, n)] for n in range(count)))
+            stored = (self._values[key] if count is None
+                      else b"".join(self._values[part_key(key, n)] for n in range(count)))
+            blobs[name] = unpack_segment(stored)
         self._values.clear()  # the index keeps the joined blobs (its arrays are views of them)
         return SegmentIndex.load(self.manifest, blobs)
 

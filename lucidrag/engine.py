@@ -186,6 +186,8 @@ class Engine:
         inst = self.installation(installation_id)
         store = KbStore(host, kb_id)
         state = inst.kbs.pop(kb_id, None)
+        if state is not None:
+            state.stop_loading()
         inst.cache.drop_kb(kb_id)
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):

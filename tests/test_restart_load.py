@@ -21,7 +21,7 @@ from tests.conftest import Harness
 from tests.test_scale_state import KB, ingest_manuals, state_of
 from tests.test_state_runtime import restarted
 
-PART = 512  # bytes per storage value: the 40-manual index is ~170 parts of it
+PART = 256  # bytes per storage value: the 40-manual index is a few hundred parts of it
 
 
 def is_index_part(key: str, **_: object) -> bool:
@@ -168,3 +168,28 @@ async def test_a_segment_that_does_not_decompress_costs_a_reindex_not_an_answer(
         del host.storage[part]
     back = restarted(host)
     assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]
+
+
+async def test_a_file_whose_record_cannot_be_read_is_still_answered_while_the_index_is_read(big_index: Harness,
+                                                                                            host):
+    back = big_index
+    doc = next(m["file_id"] for m in host.vectors_of(KB) if "manual 33:" in m["text"])
+    back.host.hang("get_plugin_storage", when=is_index_part)
+    back.host.fail("get_plugin_storage", when=lambda key, **_: key.endswith(doc))
+    texts = await asyncio.wait_for(back.texts(KB, "Section 4 of manual 33: part PX-33-4 of pump model M33"), 10)
+    assert "manual 33" in texts[0], "answered from the vector's own metadata"
+    assert state_of(back).loading
+
+
+async def test_deleting_a_kb_stops_reading_its_index(big_index: Harness):
+    back = big_index
+    back.host.hang("get_plugin_storage", when=is_index_part)
+    await back.texts(KB, "pump model M1")  # the index is being read
+    assert state_of(back).loading
+    back.host.hangs.clear()
+    before = sum(n for k, n in back.host.reads.items() if is_index_part(k))
+    back.host.latency = 0.01  # the vectors' deletion takes a few round trips
+    await back.component.on_knowledge_base_delete(KB)
+    during = sum(n for k, n in back.host.reads.items() if is_index_part(k)) - before
+    assert during <= store_module.PART_CONCURRENCY, "only the reads in flight when the hook began"
+    assert not [k for k in back.host.storage if k.startswith(kb_prefix(KB))]

@@ -304,6 +304,11 @@ class KnowledgeBaseState:
         if self.loading:
             beside(f"load-index:{self.kb_id}", lambda: self._load_quietly(host))
 
+    def stop_loading(self) -> None:
+        """The KB is being deleted: reading its snapshot would only take the hook's time."""
+        if self.snapshot_load is not None:
+            self.snapshot_load.error = "the knowledge base is being deleted"
+
     async def _load_quietly(self, host: HostApi) -> None:
         try:
             await self._finish_load(host)
@@ -731,9 +736,9 @@ class KnowledgeBaseState:
         """Whether vectors of this file may be an answer: it is indexed, the index snapshot named it
         (its record was lost), or the index is not complete yet. Once it is, vectors of a file
         nothing names are what a failed ingest could not remove (storage and the vector DB failed
-        at once): never answers."""
+        at once): never answers. While the snapshot is still being read, a stored record names it."""
         return (self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
-                or file_id in self.unrecorded)
+                or file_id in self.unrecorded or (self.loading and file_id in (self.stored_ids or ())))
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its

@@ -16,6 +16,7 @@ import pytest
 
 import lucidrag.state.store as store_module
 from lucidrag import engine as engine_module
+from lucidrag.state.snapshotload import READS_IN_FLIGHT
 from lucidrag.state.storage_keys import index_segment_key, kb_prefix
 from tests.conftest import Harness
 from tests.test_scale_state import KB, ingest_manuals, state_of
@@ -67,7 +68,7 @@ async def test_the_index_is_read_across_queries_once_and_then_used(big_index: Ha
     assert queries > 1, "the snapshot was read beside several hooks, not before the first answer"
     index_reads = sum(n for k, n in back.host.reads.items() if k.startswith(index_segment_key(KB, "")))
     # a read in flight when its hook ends is lost and made again by the next hook
-    assert values <= index_reads <= values + store_module.PART_CONCURRENCY * queries
+    assert values <= index_reads <= values + READS_IN_FLIGHT * queries
     assert not back.host.refused, "no host call was made after its hook had ended"
     assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]
     assert sum(n for k, n in back.host.reads.items() if k.startswith(index_segment_key(KB, ""))) == index_reads, \
@@ -93,8 +94,8 @@ async def test_reads_stay_bounded_when_several_queries_run_at_once(big_index: Ha
     back.host.get_plugin_storage = counted  # type: ignore[method-assign]
     await asyncio.gather(*(back.texts(KB, f"pump model M{i}") for i in range(4)))
     await asyncio.gather(*(back.texts(KB, f"pump model M{i}") for i in range(4)))
-    assert reading["all"] > store_module.PART_CONCURRENCY, "the queries read the index beside them"
-    assert reading["peak"] == store_module.PART_CONCURRENCY, "four hooks read it, 8 reads at a time in all"
+    assert reading["all"] > READS_IN_FLIGHT, "the queries read the index beside them"
+    assert reading["peak"] == READS_IN_FLIGHT, "four hooks read it, a few reads at a time in all"
 
 
 async def test_a_keyword_query_waits_for_the_index(big_index: Harness):
@@ -191,5 +192,5 @@ async def test_deleting_a_kb_stops_reading_its_index(big_index: Harness):
     back.host.latency = 0.01  # the vectors' deletion takes a few round trips
     await back.component.on_knowledge_base_delete(KB)
     during = sum(n for k, n in back.host.reads.items() if is_index_part(k)) - before
-    assert during <= store_module.PART_CONCURRENCY, "only the reads in flight when the hook began"
+    assert during <= READS_IN_FLIGHT, "only the reads in flight when the hook began"
     assert not [k for k in back.host.storage if k.startswith(kb_prefix(KB))]

@@ -90,7 +90,7 @@ class KnowledgeBaseState:
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
     opened: bool = False  # meta, storage listing and index manifest read (`_open`)
     snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
-    load_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # the loaded snapshot is adopted once
+    adopting: asyncio.Future[None] | None = None  # the loaded snapshot, being taken in (once)
     persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
@@ -355,18 +355,28 @@ class KnowledgeBaseState:
             except SnapshotUnusable as error:
                 logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
                                self.kb_id, error)
-        async with self.load_guard:
-            if self.loaded:
-                return
-            if snapshot_index is not None:
-                self.live_segments = set(load.names)  # type: ignore[union-attr]
-                self.orphan_segments -= self.live_segments
-                self.manifest_known = True
-            self.snapshot_load = None
-            await self._adopt_snapshot(snapshot_index)
-            self.loaded = True
+        if self.loaded:
+            return
+        if self.adopting is None:
+            # Shielded: a hook that ends meanwhile (no host call is left in it) must not leave the
+            # index half adopted.
+            self.adopting = asyncio.ensure_future(self._adopt_snapshot(load, snapshot_index))
+        await asyncio.shield(self.adopting)
 
-    async def _adopt_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
+    async def _adopt_snapshot(self, load: SnapshotLoad | None, snapshot_index: SegmentIndex | None) -> None:
+        try:
+            await self._reconcile_snapshot(snapshot_index)
+        except BaseException:
+            self.adopting = None  # the next hook tries again
+            raise
+        if snapshot_index is not None and load is not None:
+            self.live_segments = set(load.names)
+            self.orphan_segments -= self.live_segments
+            self.manifest_known = True
+        self.snapshot_load = None
+        self.loaded = True
+
+    async def _reconcile_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index

@@ -4,8 +4,8 @@ At 100k chunks the snapshot is tens of MiB in thousands of plugin-storage values
 LangBot hands over at a few MiB/s (docs/SCALE.md). Nothing may run after its hook returns (SDK
 0.7.18), so the read is a job that any hook can carry on (`run`) and that keeps what it has read:
 the engine runs it beside every hook of the installation (base/alongside.py) and a hook that
-needs the index waits for it. Whichever hooks run it, at most PART_CONCURRENCY reads are in flight,
-so the plugin's connection stays open to its other requests. Once every value is read, the
+needs the index waits for it. Whichever hooks run it, at most READS_IN_FLIGHT reads are in flight,
+so the plugin's other requests are not queued behind many of them. Once every value is read, the
 segments are joined, decompressed and loaded in a worker thread, once.
 """
 
@@ -20,11 +20,14 @@ from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.storage_keys import index_segment_key, part_key
-from lucidrag.state.store import PART_CONCURRENCY, StorageReadFailed, blob_head, read_value, unpack_segment
+from lucidrag.state.store import StorageReadFailed, blob_head, read_value, unpack_segment
 
 logger = logging.getLogger(__name__)
 
 READ_ATTEMPTS = 3  # a value storage fails to return this often makes the snapshot unusable
+# Reads in flight, whichever hooks run them. Each is one storage row that LangBot reads, base64s
+# and sends through `lbp rt`; the plugin's other requests queue behind them there.
+READS_IN_FLIGHT = 4
 
 
 class SnapshotUnusable(Exception):
@@ -55,7 +58,7 @@ class SnapshotLoad:
     async def run(self, host: HostApi) -> SegmentIndex:
         """Read what is left (other hooks may be reading too), then the index. Raises
         SnapshotUnusable, or BudgetSpent when this hook's time ran out first."""
-        await asyncio.gather(*(self._reader(host) for _ in range(PART_CONCURRENCY)))
+        await asyncio.gather(*(self._reader(host) for _ in range(READS_IN_FLIGHT)))
         if self.error is not None:
             raise SnapshotUnusable(self.error)
         if not self.read_all:
@@ -79,7 +82,7 @@ class SnapshotLoad:
 
     async def _reader(self, host: HostApi) -> None:
         while self.error is None:
-            if not self._todo or self._in_flight >= PART_CONCURRENCY:
+            if not self._todo or self._in_flight >= READS_IN_FLIGHT:
                 if not self._in_flight:
                     return  # all read
                 if not await self._wait():

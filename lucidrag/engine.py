@@ -44,7 +44,10 @@ KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin stora
 # for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
 UPKEEP_STEP_SLACK_S = 10.0
-KEYWORD_WAIT_S = 10.0  # a keyword query waits this long for an index still being read (see retrieve)
+# How long a query waits for a keyword index still being read after a restart (see retrieve): the
+# reading gets that much of every query's time, and the first answer stays well under 3 s.
+QUERY_LOAD_WAIT_S = 1.0
+KEYWORD_WAIT_S = 10.0
 
 
 @dataclass
@@ -56,11 +59,6 @@ class Installation:
     discovered: bool = False  # unfinished work of an earlier process looked for
     snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
-
-    def load_beside(self, host: HostApi) -> None:
-        """Read on the index snapshots still being read, beside the current hook."""
-        for state in list(self.kbs.values()):
-            state.load_beside(host)
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
@@ -75,14 +73,13 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _loading_beside(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
-                    ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
-    """Every hook carries on reading the installation's index snapshots while it runs, and stops
-    that before it returns (base/alongside.py)."""
+def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
+                   ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
+    """What a hook starts beside its own work (reading a KB's index snapshot) ends before it
+    returns (base/alongside.py)."""
     @functools.wraps(hook)
     async def run(self: Engine, host: HostApi, installation_id: str, *args: P.args, **kwargs: P.kwargs) -> R:
         async with hook_scope():
-            self.installation(installation_id).load_beside(host)
             return await hook(self, host, installation_id, *args, **kwargs)
     return run
 
@@ -101,7 +98,7 @@ class Engine:
         self.installations.pop(installation_id, None)
 
     # ------------------------------------------------------------------ hooks
-    @_loading_beside
+    @_in_hook_scope
     async def create_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> None:
         """Remember that the new KB has no vectors yet, so that nothing touches the vector DB before
         its first upsert (see KnowledgeBaseState.fresh). Best effort."""
@@ -110,7 +107,7 @@ class Engine:
             await KbStore(host, kb_id).save_meta(KbMeta(None, False))
             await self._upkeep(host, inst, "create")
 
-    @_loading_beside
+    @_in_hook_scope
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
         inst = self.installation(installation_id)
         state = inst.kb(request.kb_id)
@@ -119,7 +116,7 @@ class Engine:
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         return await ingest_file(host, state, embedder, request)
 
-    @_loading_beside
+    @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
                        query: str, creation_settings: Mapping[str, Any],
                        retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None) -> list[Hit]:
@@ -129,11 +126,12 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         with hook_budget("retrieve"):
-            # After a restart the keyword index is read beside the hooks. Meanwhile vector and
-            # hybrid queries are answered by vector search, a keyword query waits for it a while
-            # (then it is answered by vector search too), and a filter, evaluated over the
-            # index's files, waits for it.
-            wait_s = math.inf if where else KEYWORD_WAIT_S if settings.search_mode == "keyword" else 0.0
+            # After a restart the KB's queries read its keyword index beside their own work.
+            # Meanwhile vector and hybrid queries wait for it up to QUERY_LOAD_WAIT_S and are then
+            # answered by vector search, a keyword query waits up to KEYWORD_WAIT_S (then it is
+            # answered by vector search too), and a filter, evaluated over the index's files, waits.
+            wait_s = (math.inf if where else KEYWORD_WAIT_S if settings.search_mode == "keyword"
+                      else QUERY_LOAD_WAIT_S)
             await state.ensure_loaded(host, collection_id, wait_s=wait_s)
             await self._upkeep(host, inst, "retrieve", first=state)
             if state.fresh and not state.has_files():
@@ -142,7 +140,7 @@ class Engine:
             request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
             return await retrieve(host, state, embedder, request)
 
-    @_loading_beside
+    @_in_hook_scope
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
         (or did not answer in time: LangBot then keeps the file, and deleting it again is safe), and
@@ -171,7 +169,7 @@ class Engine:
             logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
             await self._upkeep(host, inst, "delete")
 
-    @_loading_beside
+    @_in_hook_scope
     async def delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         """Remove every vector of the KB (the host leaves them behind) and all derived state.
 
@@ -186,8 +184,6 @@ class Engine:
         inst = self.installation(installation_id)
         store = KbStore(host, kb_id)
         state = inst.kbs.pop(kb_id, None)
-        if state is not None:
-            state.stop_loading()
         inst.cache.drop_kb(kb_id)
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):

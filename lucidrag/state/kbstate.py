@@ -40,7 +40,7 @@ from typing import Any
 
 from lucidrag.base.alongside import beside
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import BudgetSpent, budget, remaining
+from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
@@ -275,11 +275,10 @@ class KnowledgeBaseState:
                     if not self.loaded:
                         await self._finish_load(host)
             else:
-                if wait_s > 0 and self.loading:
-                    with budget(wait_s):
-                        await self._load_quietly(host)
+                reading = self.load_beside(host)
+                if reading is not None and wait_s > 0:
+                    await asyncio.wait([reading], timeout=wait_s)
                 if not self.loaded:
-                    self.load_beside(host)
                     return
         if self.meta_unknown and self.has_vectors is None:
             await self._reread_meta(host)
@@ -299,15 +298,9 @@ class KnowledgeBaseState:
         """The index snapshot is being read from storage (beside the hooks: `load_beside`)."""
         return self.opened and not self.loaded and self.snapshot_load is not None
 
-    def load_beside(self, host: HostApi) -> None:
+    def load_beside(self, host: HostApi) -> asyncio.Task[None] | None:
         """Carry on reading the index snapshot while the current hook runs (base/alongside.py)."""
-        if self.loading:
-            beside(f"load-index:{self.kb_id}", lambda: self._load_quietly(host))
-
-    def stop_loading(self) -> None:
-        """The KB is being deleted: reading its snapshot would only take the hook's time."""
-        if self.snapshot_load is not None:
-            self.snapshot_load.error = "the knowledge base is being deleted"
+        return beside(f"load-index:{self.kb_id}", lambda: self._load_quietly(host)) if self.loading else None
 
     async def _load_quietly(self, host: HostApi) -> None:
         try:

@@ -3,8 +3,9 @@
 At 100k chunks the snapshot is tens of MiB in thousands of plugin-storage values, which a real
 LangBot hands over at a few MiB/s (docs/SCALE.md). Nothing may run after its hook returns (SDK
 0.7.18), so the read is a job that any hook can carry on (`run`) and that keeps what it has read:
-the engine runs it beside every hook of the installation (base/alongside.py) and a hook that
-needs the index waits for it. Whichever hooks run it, at most READS_IN_FLIGHT reads are in flight,
+a query on the KB runs it beside its own work (base/alongside.py; the reads it has in flight when
+it is done are finished, not wasted), and a hook that needs the index waits for it. Whichever
+hooks run it, at most READS_IN_FLIGHT reads are in flight,
 so the plugin's other requests are not queued behind many of them. Once every value is read, the
 segments are joined, decompressed and loaded in a worker thread, once.
 """
@@ -15,6 +16,7 @@ import asyncio
 import logging
 from collections import Counter, deque
 
+from lucidrag.base.alongside import stopping
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi
@@ -81,7 +83,7 @@ class SnapshotLoad:
         return SegmentIndex.load(self.manifest, blobs)
 
     async def _reader(self, host: HostApi) -> None:
-        while self.error is None:
+        while self.error is None and not stopping():
             if not self._todo or self._in_flight >= READS_IN_FLIGHT:
                 if not self._in_flight:
                     return  # all read

@@ -22,7 +22,12 @@ from lucidrag.base.budget import BudgetSpent, remaining
 from lucidrag.base.host import HostApi
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.storage_keys import index_segment_key, part_key
-from lucidrag.state.store import StorageReadFailed, blob_head, read_value, unpack_segment
+from lucidrag.state.store import (
+    StorageReadFailed,
+    blob_head,
+    read_value,
+    unpack_segment,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +121,7 @@ class SnapshotLoad:
             return False
         try:
             await asyncio.wait_for(self._progress.wait(), None if left == float("inf") else left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 

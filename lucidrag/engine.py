@@ -44,8 +44,8 @@ KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin stora
 # for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
 UPKEEP_STEP_SLACK_S = 10.0
-# How long a query waits for a keyword index still being read after a restart (see retrieve): the
-# reading gets that much of every query's time, and the first answer stays well under 3 s.
+# How long a hybrid query waits for a keyword index still being read after a restart (see
+# retrieve): the reading gets that much of every such query's time; the first answer stays < 3 s.
 QUERY_LOAD_WAIT_S = 1.0
 KEYWORD_WAIT_S = 10.0
 
@@ -127,11 +127,12 @@ class Engine:
         state = inst.kb(kb_id)
         with hook_budget("retrieve"):
             # After a restart the KB's queries read its keyword index beside their own work.
-            # Meanwhile vector and hybrid queries wait for it up to QUERY_LOAD_WAIT_S and are then
-            # answered by vector search, a keyword query waits up to KEYWORD_WAIT_S (then it is
-            # answered by vector search too), and a filter, evaluated over the index's files, waits.
-            wait_s = (math.inf if where else KEYWORD_WAIT_S if settings.search_mode == "keyword"
-                      else QUERY_LOAD_WAIT_S)
+            # Meanwhile a hybrid query waits for it up to QUERY_LOAD_WAIT_S and is then answered by
+            # its vector half, a keyword query waits up to KEYWORD_WAIT_S (then it is answered by
+            # vector search), a vector query does not wait, and a filter, evaluated over the
+            # index's files, waits for it.
+            wait_s = (math.inf if where else {"keyword": KEYWORD_WAIT_S, "hybrid": QUERY_LOAD_WAIT_S}
+                      .get(settings.search_mode, 0.0))
             await state.ensure_loaded(host, collection_id, wait_s=wait_s)
             await self._upkeep(host, inst, "retrieve", first=state)
             if state.fresh and not state.has_files():

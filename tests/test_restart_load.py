@@ -194,3 +194,12 @@ async def test_queries_on_another_kb_do_not_read_this_kbs_index(big_index: Harne
     for _ in range(5):
         assert await back.texts("kb-probe", "impeller", settings={"search_mode": "keyword"})
     assert sum(n for k, n in back.host.reads.items() if is_index_part(k)) == reads
+
+
+async def test_a_vector_query_does_not_wait_for_the_keyword_index(big_index: Harness, monkeypatch):
+    back = big_index
+    monkeypatch.setattr(engine_module, "QUERY_LOAD_WAIT_S", 600.0)  # what a hybrid query would wait
+    back.host.hang("get_plugin_storage", when=is_index_part)
+    texts = await asyncio.wait_for(back.texts(KB, "Section 4 of manual 33: part PX-33-4 of pump model M33",
+                                              settings={"search_mode": "vector"}), 10)
+    assert "manual 33" in texts[0] and state_of(back).loading

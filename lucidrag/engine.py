@@ -15,12 +15,15 @@ whose snapshot could not be loaded in time stays unloaded (the hook fails, and t
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from lucidrag.base.alongside import hook_scope
 from lucidrag.base.budget import budget, hook_budget, remaining
 from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
@@ -41,6 +44,10 @@ KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin stora
 # for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
 UPKEEP_STEP_SLACK_S = 10.0
+# How long a hybrid query waits for a keyword index still being read after a restart (see
+# retrieve): the reading gets that much of every such query's time; the first answer stays < 3 s.
+QUERY_LOAD_WAIT_S = 1.0
+KEYWORD_WAIT_S = 10.0
 
 
 @dataclass
@@ -62,6 +69,21 @@ class Installation:
         return state
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
+                   ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
+    """What a hook starts beside its own work (reading a KB's index snapshot) ends before it
+    returns (base/alongside.py)."""
+    @functools.wraps(hook)
+    async def run(self: Engine, host: HostApi, installation_id: str, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with hook_scope():
+            return await hook(self, host, installation_id, *args, **kwargs)
+    return run
+
+
 class Engine:
     def __init__(self) -> None:
         self.installations: dict[str, Installation] = {}
@@ -76,6 +98,7 @@ class Engine:
         self.installations.pop(installation_id, None)
 
     # ------------------------------------------------------------------ hooks
+    @_in_hook_scope
     async def create_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> None:
         """Remember that the new KB has no vectors yet, so that nothing touches the vector DB before
         its first upsert (see KnowledgeBaseState.fresh). Best effort."""
@@ -85,6 +108,7 @@ class Engine:
                 inst.kb(kb_id).meta_stored = True  # (a listing made before would say otherwise)
             await self._upkeep(host, inst, "create")
 
+    @_in_hook_scope
     async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
         inst = self.installation(installation_id)
         state = inst.kb(request.kb_id)
@@ -93,6 +117,7 @@ class Engine:
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
         return await ingest_file(host, state, embedder, request)
 
+    @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
                        query: str, creation_settings: Mapping[str, Any],
                        retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None) -> list[Hit]:
@@ -102,7 +127,14 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         with hook_budget("retrieve"):
-            await state.ensure_loaded(host, collection_id)
+            # After a restart the KB's queries read its keyword index beside their own work.
+            # Meanwhile a hybrid query waits for it up to QUERY_LOAD_WAIT_S and is then answered by
+            # its vector half, a keyword query waits up to KEYWORD_WAIT_S (then it is answered by
+            # vector search), a vector query does not wait, and a filter, evaluated over the
+            # index's files, waits for it.
+            wait_s = (math.inf if where else {"keyword": KEYWORD_WAIT_S, "hybrid": QUERY_LOAD_WAIT_S}
+                      .get(settings.search_mode, 0.0))
+            await state.ensure_loaded(host, collection_id, wait_s=wait_s)
             await self._upkeep(host, inst, "retrieve", first=state)
             if state.fresh and not state.has_files():
                 return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
@@ -110,6 +142,7 @@ class Engine:
             request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
             return await retrieve(host, state, embedder, request)
 
+    @_in_hook_scope
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
         (or did not answer in time: LangBot then keeps the file, and deleting it again is safe), and
@@ -142,6 +175,7 @@ class Engine:
             logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
             await self._upkeep(host, inst, "delete")
 
+    @_in_hook_scope
     async def delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         """Remove every vector of the KB (the host leaves them behind) and all derived state.
 

@@ -184,6 +184,9 @@ class FakeHost:
         self.bursts: dict[str, list[str]] = {}  # method -> kinds of the next failures
         self.disconnected: Exception | None = None
         self.refused: Counter[str] = Counter()  # calls refused because their invocation had ended
+        self.in_flight: Counter[str] = Counter()  # calls of each method waiting for their answer now
+        self.peak_in_flight: Counter[str] = Counter()  # the most of them at once
+        self.reads: Counter[str] = Counter()  # plugin-storage reads per key
         # LangBot 4.11.2 deletes a KB's row right after on_knowledge_base_delete returns; from then
         # on every vector call for it fails in rag/service/runtime.py (the vectors stay behind).
         self.deleted_kbs: set[str] = set()
@@ -269,7 +272,12 @@ class FakeHost:
         if hang is not None and hang(**kwargs):
             self.calls[method] += 1
             await asyncio.Event().wait()
-        await asyncio.sleep(self.latency)
+        self.in_flight[method] += 1
+        self.peak_in_flight[method] = max(self.peak_in_flight[method], self.in_flight[method])
+        try:
+            await asyncio.sleep(self.latency)
+        finally:
+            self.in_flight[method] -= 1
         if invocation is not None and not invocation.active:
             self.refused[method] += 1
             invocation.require_active()
@@ -409,6 +417,7 @@ class FakeHost:
         self.storage[key] = bytes(value)
 
     async def get_plugin_storage(self, key: str) -> bytes:
+        self.reads[key] += 1
         await self._call("get_plugin_storage", key=key)
         if key not in self.storage:
             raise HostError(f"Storage with key {key} not found")  # LangBot 4.11.2's words

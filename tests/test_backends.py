@@ -185,7 +185,7 @@ async def test_kb_delete_past_its_budget_is_finished_by_the_next_requests_not_in
     monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 0.05)
     host = FakePlugin.milvus()
     h = Harness(host)
-    for i in range(5):
+    for i in range(12):  # more keys than one round of deletes (8 in flight) removes
         await h.ingest(KB, f"f{i}.txt", f"File {i} talks about gadget G{i}.".encode())
     real = host.delete_plugin_storage
 

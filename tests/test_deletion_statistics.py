@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lucidrag.index.segindex import SegmentIndex
-from lucidrag.state.store import KbStore
+from lucidrag.state.store import KbStore, unpack_segment
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import restarted
 
@@ -33,7 +33,7 @@ async def persisted_index(host: FakePlugin) -> SegmentIndex:
     manifest = await store.load_index_manifest()
     assert manifest is not None
     names = SegmentIndex.manifest_segment_names(manifest)
-    return SegmentIndex.load(manifest, {n: await store.load_index_segment(n) for n in names})
+    return SegmentIndex.load(manifest, {n: unpack_segment(await store.load_index_segment(n)) for n in names})
 
 
 def statistics(index: SegmentIndex) -> tuple[int, int, int, set[int]]:

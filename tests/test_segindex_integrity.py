@@ -32,6 +32,17 @@ from tests.test_segindex import (
 
 # -- forging snapshots ------------------------------------------------------------------------
 
+@pytest.fixture(autouse=True)
+def persisted_small_segments(persist_every_segment: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each snapshot here is a few small files: their segments are persisted (and merged) as
+    production persists and merges big ones."""
+    monkeypatch.setattr(segindex, "PERSISTED_MERGE_FACTOR", segindex.MERGE_FACTOR)
+
+
+def set_merge_factor(monkeypatch: pytest.MonkeyPatch, factor: int) -> None:
+    monkeypatch.setattr(segindex, "MERGE_FACTOR", factor)
+    monkeypatch.setattr(segindex, "PERSISTED_MERGE_FACTOR", factor)
+
 
 def _one_segment(chunks: list[tuple[str, dict[str, int]]] | None = None, uuids: bool = True) -> tuple[str, bytes, bytes]:
     """(segment name, segment blob, manifest) of an index holding one file: `chunks`, or four
@@ -258,7 +269,7 @@ def test_postings_processed_in_blocks_give_the_same_index(monkeypatch):
     """Merges, removals without the file's chunks and restarts with tombstones work on a
     segment's postings in blocks of _BLOCK (4M): small blocks here, so each crosses many."""
     monkeypatch.setattr(segindex, "_BLOCK", 7)
-    monkeypatch.setattr(segindex, "MERGE_FACTOR", 3)
+    set_merge_factor(monkeypatch, 3)
     monkeypatch.setattr(segindex, "BASE_POSTINGS", 16)
     c = Corpus(41)
     for f in range(20):
@@ -367,7 +378,7 @@ def test_removing_with_chunks_that_are_not_the_files_postings_still_leaves_exact
 @pytest.mark.parametrize("removed", ["doc-0", "doc-1"])
 def test_a_tombstone_over_a_segments_first_posting_is_counted_at_load(monkeypatch, removed):
     """Whichever file holds the segment's first posting: the live df read back equals a fresh index's."""
-    monkeypatch.setattr(segindex, "MERGE_FACTOR", 2)
+    set_merge_factor(monkeypatch, 2)
     monkeypatch.setattr(segindex, "PURGE_DEAD_SHARE", 0.9)  # keep the tombstone
     c = Corpus(59)
     c.add("doc-0", n_chunks=3)
@@ -389,7 +400,7 @@ def test_a_tombstone_over_a_segments_first_posting_is_counted_at_load(monkeypatc
 
 
 def test_merging_a_segment_with_tombstones_behind_another_keeps_every_chunk_in_place(monkeypatch):
-    monkeypatch.setattr(segindex, "MERGE_FACTOR", 3)
+    set_merge_factor(monkeypatch, 3)
     monkeypatch.setattr(segindex, "BASE_POSTINGS", 16)
     c = Corpus(47)
     c.add("big", n_chunks=30)  # a level of its own
@@ -398,7 +409,7 @@ def test_merging_a_segment_with_tombstones_behind_another_keeps_every_chunk_in_p
     assert c.idx.stats()["segments"] == 2
     c.remove("doc-2")  # a tombstone in the second segment (1 of its 5 chunks: not purged alone)
     assert c.idx.stats()["dead_slots"] == 1
-    monkeypatch.setattr(segindex, "MERGE_FACTOR", 2)
+    set_merge_factor(monkeypatch, 2)
     monkeypatch.setattr(segindex, "BASE_POSTINGS", 1 << 20)
     c.idx.maintain()  # the two merge: the second's live chunks move behind the first's
     assert c.idx.stats()["segments"] == 1 and c.idx.stats()["dead_slots"] == 0

@@ -96,7 +96,10 @@ async def test_a_failed_part_write_fails_the_save_and_writes_no_header(harness: 
     store = KbStore(harness.host, KB)
     harness.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("#1"))
     assert not await call(harness, store.save_index_segment, "s1", bytes(25))
-    assert SEG not in harness.host.storage and f"{SEG}#2" not in harness.host.storage
+    assert SEG not in harness.host.storage
+    written = sorted(k for k in harness.host.storage if k.startswith(SEG))
+    assert (await call(harness, list_keys, harness.host)).stray_parts(KB) == written, \
+        "the parts written in parallel are stray parts, which upkeep removes"
 
 
 async def test_a_failed_part_delete_keeps_the_header_so_a_retry_finds_the_parts(harness: Harness, small_parts):
@@ -241,3 +244,62 @@ async def test_deleting_a_kb_reports_what_is_left(harness: Harness):
     host.faults.clear()
     host.fail("get_plugin_storage_keys")
     assert await call(harness, store.delete_everything) is False
+
+
+# ---------------------------------------------------------------- what crosses the runtime connection
+def test_a_stored_part_fits_one_websocket_fragment_in_the_sdks_own_messages():
+    """A value over PART_SIZE is cut in parts so that no storage message exceeds the SDK's 64 KiB
+    fragment (runtime/io/connections/ws.py): the write request, with the longest key we make and
+    an installation's binding, and the read's answer, serialised as the SDK serialises them."""
+    import base64
+    import uuid
+
+    from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction
+    from langbot_plugin.entities.io.context import InstallationBinding
+    from langbot_plugin.entities.io.req import ActionRequest
+    from langbot_plugin.entities.io.resp import ActionResponse
+    from langbot_plugin.runtime.io.connections.ws import WebSocketConnection
+
+    fragment = WebSocketConnection.__init__.__defaults__[0]  # chunk_size
+    value = base64.b64encode(bytes(store_module.PART_SIZE)).decode()
+    key = index_segment_key(str(uuid.uuid4()), "f" * 32 + ".999999") + "#99999"
+    binding = InstallationBinding(instance_uuid=str(uuid.uuid4()), workspace_uuid=str(uuid.uuid4()),
+                                  placement_generation=2**31, installation_uuid=str(uuid.uuid4()),
+                                  runtime_revision=2**31, artifact_digest="a" * 64)
+    write = ActionRequest.make_request(2**31, PluginToRuntimeAction.SET_PLUGIN_STORAGE.value,
+                                       {"key": key, "value_base64": value}, binding)
+    answer = ActionResponse(seq_id=2**31, code=0, message="success", data={"value_base64": value})
+    for message in (write, answer):
+        assert len(json.dumps(message.model_dump()).encode()) <= fragment
+    assert store_module.PART_SIZE >= 40 * 1024, "parts much smaller than a fragment only add round trips"
+
+
+async def test_a_blobs_parts_are_written_read_and_deleted_a_few_at_a_time(harness: Harness, monkeypatch):
+    """Parts go in parallel (a big segment is hundreds of round trips), but never more than
+    PART_CONCURRENCY at once: the connection stays open to the plugin's other requests."""
+    monkeypatch.setattr(store_module, "PART_SIZE", 10)
+    host = harness.host
+    host.latency = 0.001
+    store = KbStore(host, KB)
+    blob = bytes(range(250))  # 25 parts
+    assert await call(harness, store.save_index_segment, "s1", blob)
+    assert await call(harness, store.load_index_segment, "s1") == blob
+    assert await call(harness, store.delete_index_segment, "s1")
+    assert not host.storage
+    for method in ("set_plugin_storage", "get_plugin_storage", "delete_plugin_storage"):
+        assert host.peak_in_flight[method] == store_module.PART_CONCURRENCY, method
+    assert host.calls["set_plugin_storage"] == 26 and host.calls["get_plugin_storage"] == 27
+
+
+async def test_a_kbs_keys_are_deleted_a_few_at_a_time_and_its_marker_last(harness: Harness):
+    host = harness.host
+    host.latency = 0.001
+    store = KbStore(host, KB)
+    assert await call(harness, store.mark_delete_pending)
+    for n in range(40):
+        host.storage[file_record_key(KB, f"f{n}")] = b"x"
+    deleted: list[str] = []
+    host.fail("delete_plugin_storage", when=lambda key, **_: deleted.append(key) and False)
+    assert await call(harness, store.delete_everything)
+    assert not host.storage and deleted[-1] == pending_kb_delete_key(KB) and len(deleted) == 41
+    assert host.peak_in_flight["delete_plugin_storage"] == store_module.PART_CONCURRENCY

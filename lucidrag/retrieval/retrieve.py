@@ -122,27 +122,32 @@ class _Found:
 async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                    request: RetrieveRequest) -> list[Hit]:
     settings = request.settings
-    if settings.search_mode == "hybrid":
+    mode = settings.search_mode
+    if mode == "keyword" and not state.loaded:
+        logger.warning("kb=%s: the keyword index is still being read after a restart; this keyword query "
+                       "is answered by vector search", request.kb_id)
+        mode = "vector"
+    if mode == "hybrid":
         pool = max(FUSION_POOL, settings.top_k * 4)
     else:
         pool = min(max(settings.top_k * 4, 20), 100)
     found = _Found()
     vector: list[Candidate] = []
     keyword: list[Candidate] = []
-    # While the keyword index is still being built (a restart without a current snapshot), hybrid
-    # search uses its vector half alone: a partial keyword list would favour the indexed files.
-    use_keyword = settings.search_mode == "keyword" or (settings.search_mode == "hybrid" and not state.indexing)
+    # While the keyword index is still being read or built (a restart), hybrid search uses its
+    # vector half alone: a partial keyword list would favour the indexed files.
+    use_keyword = mode == "keyword" or (mode == "hybrid" and state.loaded and not state.indexing)
     selector = Selector(host, state, request.collection_id)  # a filter is evaluated once per query
-    if settings.search_mode in ("hybrid", "vector"):
+    if mode in ("hybrid", "vector"):
         searcher = LocalFilterHost(host, selector) if request.where else host
         vector = await _vector_candidates(searcher, state, embedder, request, pool, found)
     if use_keyword:
         keyword = await _keyword_candidates(selector, state, request, pool, found)
-    if settings.search_mode == "hybrid" and use_keyword:
+    if mode == "hybrid" and use_keyword:
         ranked = diversify(fuse(vector, by_coverage(keyword), settings.vector_weight), found.file_of,
                             fusion.FILE_SUPPORT)
     else:
-        ranked = diversify(single(vector or keyword, from_vector=settings.search_mode != "keyword"), found.file_of)
+        ranked = diversify(single(vector or keyword, from_vector=mode != "keyword"), found.file_of)
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:

@@ -9,7 +9,8 @@ derived from the host's vector DB (the source of truth). Every mutation is a met
 ingest's begin / first write / commit / abort, a file's deletion, the load after a restart,
 reconciliation, indexing what the snapshot lacks, and retrying storage writes that failed.
 
-Restart: the index snapshot is loaded (a few storage values, no tokenising); files with a stored
+Restart: the index snapshot is loaded (storage values and no tokenising; for a query it is read
+beside the hooks while they answer from the vectors, state/snapshotload.py); files with a stored
 record that the snapshot lacks are indexed, and indexed files without a record are dropped. With
 no snapshot and no records at all, the file ids are discovered in the vector DB and each file's
 record is rebuilt from its vectors. That work runs in bounded slices at the start of later hooks
@@ -37,6 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lucidrag.base.alongside import beside
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import BudgetSpent, holding, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
@@ -45,6 +47,7 @@ from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
+from lucidrag.state.snapshotload import SnapshotLoad, SnapshotUnusable
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
     JournalEntry,
@@ -53,13 +56,15 @@ from lucidrag.state.store import (
     KeySnapshot,
     decode_record,
     list_keys,
+    pack_segments,
+    run_bounded,
 )
 from lucidrag.vectors.scoring import Metric
 from lucidrag.vectors.vectorscan import LIST_WINDOW, FileDiscovery, file_vectors
 
 logger = logging.getLogger(__name__)
 
-LOAD_CONCURRENCY = 8  # storage reads in flight while loading records or segments
+LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
 INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
@@ -83,6 +88,9 @@ class KnowledgeBaseState:
     has_vectors: bool | None = None  # what the stored meta says (None: unknown)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
+    opened: bool = False  # meta, storage listing and index manifest read (`_open`)
+    snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
+    adopting: asyncio.Future[None] | None = None  # the loaded snapshot, being taken in (once)
     persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
@@ -110,7 +118,7 @@ class KnowledgeBaseState:
     # False means a host whose storage writes fail, or storage lost: see `_storage_is_empty`
     meta_stored: bool | None = None
     index_dirty: bool = False
-    pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest
+    pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest (packed)
     pending_drops: set[str] = field(default_factory=set)  # deleted after it
     pending_manifest: bytes | None = None
     orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
@@ -176,7 +184,7 @@ class KnowledgeBaseState:
         if not missing:
             return out
         store = KbStore(host, self.kb_id)
-        blobs = await _gather_bounded([store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
+        blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
         stored = {r.file_id: r for r in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs)))}
         if self.trust_records:
             for record in stored.values():
@@ -184,8 +192,8 @@ class KnowledgeBaseState:
                 out[record.file_id] = record
         lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
         if lost and not self.fresh:
-            for record in await _gather_bounded([self._record_from_vectors(host, collection_id, f) for f in lost],
-                                                LOAD_CONCURRENCY):
+            for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f)
+                                             for f in lost], LOAD_CONCURRENCY):
                 if record is None:
                     continue
                 previous = stored.get(record.file_id)
@@ -271,14 +279,30 @@ class KnowledgeBaseState:
                 self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
 
     # ================================================================ loading
-    async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True) -> None:
-        """Load the index snapshot once per process (every mutation needs it first). With
-        `index_now`, also index what it lacks for up to FIRST_LOAD_BUDGET_S."""
+    async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
+                            wait_s: float = math.inf) -> None:
+        """Load the KB's state once per process: the meta, the storage listing and the index
+        snapshot (every mutation needs it first). A snapshot that has to be read from storage is
+        waited for at most `wait_s` (a query); if it is not there by then it is read on beside
+        this and later hooks (`loading`) and this returns. With `index_now`, index what a loaded
+        snapshot lacks for up to FIRST_LOAD_BUDGET_S."""
         if not self.loaded:
-            async with holding(self.lock):
+            if not self.opened:
+                async with holding(self.lock):
+                    if not self.opened:
+                        await self._open(host)
+            # A KB that may never have had a vector is only known to be `fresh` (nothing may touch
+            # its vectors) once loaded: it is loaded at once.
+            if wait_s == math.inf or self.snapshot_load is None or self.has_vectors is False or self.meta_unknown:
+                async with holding(self.lock):
+                    if not self.loaded:
+                        await self._finish_load(host)
+            else:
+                reading = self.load_beside(host)
+                if reading is not None and wait_s > 0:
+                    await asyncio.wait([reading], timeout=wait_s)
                 if not self.loaded:
-                    await self._load(host)
-                    self.loaded = True
+                    return
         if self.meta_unknown and self.has_vectors is None:
             await self._reread_meta(host)
         if index_now and self.look_in_vector_db and not self.fresh:
@@ -292,7 +316,25 @@ class KnowledgeBaseState:
             except Exception as error:  # noqa: BLE001 - later hooks continue; this one answers from vectors
                 logger.warning("kb=%s: indexing could not continue now (%s)", self.kb_id, describe(error))
 
-    async def _load(self, host: HostApi) -> None:
+    @property
+    def loading(self) -> bool:
+        """The index snapshot is being read from storage (beside the hooks: `load_beside`)."""
+        return self.opened and not self.loaded and self.snapshot_load is not None
+
+    def load_beside(self, host: HostApi) -> asyncio.Task[None] | None:
+        """Carry on reading the index snapshot while the current hook runs (base/alongside.py)."""
+        return beside(f"load-index:{self.kb_id}", lambda: self._load_quietly(host)) if self.loading else None
+
+    async def _load_quietly(self, host: HostApi) -> None:
+        try:
+            await self._finish_load(host)
+        except BudgetSpent:
+            pass  # the next hook reads on
+        except Exception as error:  # noqa: BLE001 - the next hook (or a mutation) tries again
+            logger.warning("kb=%s: loading the keyword index stopped (%s)", self.kb_id, describe(error))
+
+    async def _open(self, host: HostApi) -> None:
+        """What every hook needs before the index: the meta, the storage listing, the manifest."""
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
         listing: KeySnapshot | None = None
@@ -310,9 +352,50 @@ class KnowledgeBaseState:
             snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
                 self.seed(snapshot)
-        snapshot_index = await self._load_index_snapshot(store)
-        if remaining() <= 0:  # reads were cut short by the hook's deadline: load again next time
+        manifest = await store.load_index_manifest()
+        if remaining() <= 0:  # reads were cut short by the hook's deadline: open again next time
             raise BudgetSpent("the knowledge base could not be loaded in this request's time")
+        if manifest is not None:
+            try:
+                self.snapshot_load = SnapshotLoad(self.kb_id, manifest)
+            except ValueError as error:
+                logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
+                               self.kb_id, error)
+        self.opened = True
+
+    async def _finish_load(self, host: HostApi) -> None:
+        """Read the rest of the snapshot (with the other hooks reading it), then reconcile it
+        with the stored records. BudgetSpent if this hook's time ends first."""
+        load = self.snapshot_load
+        snapshot_index: SegmentIndex | None = None
+        if load is not None:
+            try:
+                snapshot_index = await load.run(host)
+            except SnapshotUnusable as error:
+                logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
+                               self.kb_id, error)
+        if self.loaded:
+            return
+        if self.adopting is None:
+            # Shielded: a hook that ends meanwhile (no host call is left in it) must not leave the
+            # index half adopted.
+            self.adopting = asyncio.ensure_future(self._adopt_snapshot(load, snapshot_index))
+        await asyncio.shield(self.adopting)
+
+    async def _adopt_snapshot(self, load: SnapshotLoad | None, snapshot_index: SegmentIndex | None) -> None:
+        try:
+            await self._reconcile_snapshot(snapshot_index)
+        except BaseException:
+            self.adopting = None  # the next hook tries again
+            raise
+        if snapshot_index is not None and load is not None:
+            self.live_segments = set(load.names)
+            self.orphan_segments -= self.live_segments
+            self.manifest_known = True
+        self.snapshot_load = None
+        self.loaded = True
+
+    async def _reconcile_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
@@ -358,25 +441,6 @@ class KnowledgeBaseState:
         self._apply_meta(meta)
         if self.fresh and self.has_vectors is not False:
             self.fresh = False  # (and storage is not empty: nothing to look for in the vector DB)
-
-    async def _load_index_snapshot(self, store: KbStore) -> SegmentIndex | None:
-        manifest = await store.load_index_manifest()
-        if manifest is None:
-            return None
-        try:
-            names = SegmentIndex.manifest_segment_names(manifest)
-            blobs = await _gather_bounded([store.load_index_segment(n) for n in names], LOAD_CONCURRENCY)
-            if any(b is None for b in blobs):
-                raise ValueError("a segment is missing")
-            index = await run_blocking(SegmentIndex.load, manifest, dict(zip(names, blobs)))
-        except ValueError as error:
-            logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
-                           self.kb_id, error)
-            return None
-        self.live_segments = set(names)
-        self.orphan_segments -= self.live_segments
-        self.manifest_known = True
-        return index
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),
@@ -630,8 +694,16 @@ class KnowledgeBaseState:
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float) -> None:
         store = KbStore(host, self.kb_id)
         await self.flush(store, deadline)
+        if not self.loaded:
+            # Settling journal entries changes the index: it waits for the snapshot (within this
+            # upkeep's time; then it is read on beside the hooks).
+            if not self.journals or time.monotonic() >= deadline:
+                return
+            await self.ensure_loaded(host, collection_id, index_now=False, wait_s=deadline - time.monotonic())
+            if not self.loaded:
+                return
         await self.reconcile(host, collection_id, deadline)
-        if self.loaded and self.indexing:
+        if self.indexing:
             await self.continue_indexing(host, collection_id, deadline)
 
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
@@ -716,9 +788,9 @@ class KnowledgeBaseState:
         """Whether vectors of this file may be an answer: it is indexed, the index snapshot named it
         (its record was lost), or the index is not complete yet. Once it is, vectors of a file
         nothing names are what a failed ingest could not remove (storage and the vector DB failed
-        at once): never answers."""
+        at once): never answers. While the snapshot is still being read, a stored record names it."""
         return (self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
-                or file_id in self.unrecorded)
+                or file_id in self.unrecorded or (self.loading and file_id in (self.stored_ids or ())))
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
@@ -794,7 +866,7 @@ class KnowledgeBaseState:
                 return False
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
-            self.pending_segments.update(changes.new_segments)
+            self.pending_segments.update(await run_blocking(pack_segments, changes.new_segments))
             if changes.manifest_changed:  # (most ingests only add a segment held in memory)
                 self.pending_manifest = changes.manifest
             for name in changes.dropped_segments:
@@ -839,13 +911,3 @@ def _replace_all(index: SegmentIndex, old: dict[str, list[TokenizedChunk] | None
         if file_id in index:
             index.remove_file(file_id, None)
         index.add_file(file_id, chunks)
-
-
-async def _gather_bounded(calls: list, limit: int) -> list:
-    semaphore = asyncio.Semaphore(limit)
-
-    async def one(call):
-        async with semaphore:
-            return await call
-
-    return await asyncio.gather(*(one(c) for c in calls))

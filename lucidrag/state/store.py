@@ -10,12 +10,16 @@ vector DB stays the source of truth; what is lost here is rebuilt from it. Key n
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import re
 import time
+import zlib
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import bounded
@@ -39,9 +43,22 @@ from lucidrag.vectors.scoring import Metric
 
 logger = logging.getLogger(__name__)
 
-PART_SIZE = 4 * 1024 * 1024  # bytes per storage value; big records are stored in parts
+# Bytes per storage value; bigger values are stored in parts. A value crosses each runtime hop
+# (LangBot <-> `lbp rt` <-> plugin) base64-encoded inside one JSON message, and the SDK
+# (langbot_plugin 0.7.18, runtime/io/connections/ws.py) sends a message over 64 KiB as WebSocket
+# fragments cut by `split_utf8_chunks`: a Python loop over every character, run under the
+# connection's send lock, so one big value holds up every other call of the plugin (~5 MiB/s,
+# docs/SCALE.md). 46 KiB is 62,808 base64 characters: with the key and the envelope the message
+# stays within one fragment (tests/test_store.py builds the SDK's own messages to check).
+PART_SIZE = 46 * 1024
+PART_CONCURRENCY = 8  # storage calls in flight for one blob's parts, or for a KB's keys on delete
 _SINGLE = b"Z"
 _PARTS = b"P"
+# A keyword-index segment is stored zlib-compressed at level 1, behind this mark (segments written
+# before it are stored raw): 0.59 of the bytes on a 100k-chunk index for 19 ms of CPU per MiB,
+# and every byte read at a restart crosses the runtime connection twice (docs/SCALE.md).
+_PACKED_SEGMENT = b"LRSZ"
+SEGMENT_LEVEL = 1
 
 
 @dataclass(frozen=True)
@@ -145,6 +162,51 @@ async def delete_value(host: HostApi, key: str, what: str) -> bool:
         return False
 
 
+T = TypeVar("T")
+
+
+async def run_bounded(calls: Iterable[Callable[[], Awaitable[T]]], limit: int = PART_CONCURRENCY) -> list[T]:
+    """Await every call, at most `limit` at a time; their results in order. A call is only made
+    (and its argument built) when a slot frees, so thousands of parts cost no more memory than
+    `limit` of them."""
+    pending = list(calls)
+    results: list[T] = [None] * len(pending)  # type: ignore[list-item]
+    queue = iter(enumerate(pending))
+
+    async def worker() -> None:
+        for n, call in queue:
+            results[n] = await call()
+
+    await asyncio.gather(*(worker() for _ in range(min(limit, len(pending)))))
+    return results
+
+
+def blob_head(head: bytes) -> bytes | int:
+    """What the stored value of a blob's key says: the blob itself, or how many parts hold it
+    (`ValueError` if it is neither)."""
+    if head[:1] == _SINGLE:
+        return head[1:]
+    if head[:1] == _PARTS and head[1:].isdigit():
+        return int(head[1:])
+    raise ValueError("unreadable header")
+
+
+def pack_segments(segments: dict[str, bytes]) -> dict[str, bytes]:
+    """Keyword-index segments as they are stored (CPU-heavy: call it in a thread)."""
+    return {name: _PACKED_SEGMENT + zlib.compress(blob, SEGMENT_LEVEL) for name, blob in segments.items()}
+
+
+def unpack_segment(stored: bytes) -> bytes:
+    """A segment as `SegmentIndex.load` takes it, from its stored form (`ValueError` if that
+    does not decompress)."""
+    if stored[: len(_PACKED_SEGMENT)] != _PACKED_SEGMENT:
+        return stored
+    try:
+        return zlib.decompress(memoryview(stored)[len(_PACKED_SEGMENT):])
+    except zlib.error as error:
+        raise ValueError(f"unreadable keyword-index segment ({error})") from None
+
+
 def _part_count(head: bytes | None) -> int:
     """How many parts a stored header names (0 for a single value or none)."""
     if head and head[:1] == _PARTS and head[1:].isdigit():
@@ -187,30 +249,32 @@ class KbStore:
         else:
             view = memoryview(blob)
             count = (len(blob) + PART_SIZE - 1) // PART_SIZE
-            for n in range(count):
-                if not await put_value(self.host, part_key(key, n),
-                                       bytes(view[n * PART_SIZE : (n + 1) * PART_SIZE]), what):
-                    return False
+            written = await run_bounded(
+                lambda n=n: put_value(self.host, part_key(key, n), bytes(view[n * PART_SIZE : (n + 1) * PART_SIZE]), what)
+                for n in range(count))
+            if not all(written):  # no header: the parts written are stray parts, found and removed later
+                return False
             if not await put_value(self.host, key, _PARTS + str(count).encode(), what):
                 return False
-        for n in range(count, old_parts):
-            await delete_value(self.host, part_key(key, n), f"a surplus part of {what}")
+        await run_bounded(lambda n=n: delete_value(self.host, part_key(key, n), f"a surplus part of {what}")
+                          for n in range(count, old_parts))
         return True
 
     async def _get_blob(self, key: str, what: str) -> bytes | None:
         head = await get_value(self.host, key)
-        if not head or head[:1] == _SINGLE:
-            return head[1:] if head else None
-        if head[:1] != _PARTS or not head[1:].isdigit():
+        if not head:
+            return None
+        try:
+            layout = blob_head(head)
+        except ValueError:
             logger.warning("kb=%s: unreadable header of %s", self.kb_id, what)
             return None
-        parts = []
-        for n in range(int(head[1:])):
-            part = await get_value(self.host, part_key(key, n))
-            if part is None:
-                logger.warning("kb=%s: part %d of %s is missing", self.kb_id, n, what)
-                return None
-            parts.append(part)
+        if isinstance(layout, bytes):
+            return layout
+        parts = await run_bounded(lambda n=n: get_value(self.host, part_key(key, n)) for n in range(layout))
+        if None in parts:
+            logger.warning("kb=%s: part %d of %s is missing", self.kb_id, parts.index(None), what)
+            return None
         return await run_blocking(b"".join, parts)  # a segment of up to 128 MiB: not on the loop
 
     async def _delete_blob(self, key: str, what: str) -> bool:
@@ -221,9 +285,8 @@ class KbStore:
         except StorageReadFailed as error:
             logger.warning("could not delete %s: its header could not be read (%s)", what, error)
             return False
-        for n in range(count):
-            if not await delete_value(self.host, part_key(key, n), what):
-                return False
+        if not all(await run_bounded(lambda n=n: delete_value(self.host, part_key(key, n), what) for n in range(count))):
+            return False
         return await delete_value(self.host, key, what)
 
     async def delete_stray_part(self, part: str) -> bool:
@@ -262,6 +325,7 @@ class KbStore:
                                     replaces=False)  # segment names are never reused
 
     async def load_index_segment(self, name: str) -> bytes | None:
+        """The segment as stored (`unpack_segment` gives it back as the index wrote it)."""
         return await self._get_blob(index_segment_key(self.kb_id, name), f"keyword index segment {name}")
 
     async def delete_index_segment(self, name: str) -> bool:
@@ -324,13 +388,15 @@ class KbStore:
         snapshot = await list_keys(self.host)
         if snapshot is None:
             return False
-        keys = sorted(keys_of_kb(list(snapshot.keys), self.kb_id), key=lambda k: k == pending_kb_delete_key(self.kb_id))
-        ok = True
-        for key in keys:
-            if time.monotonic() >= deadline:
-                return False
-            ok = await delete_value(self.host, key, f"key {key}") and ok
-        return ok
+        marker = pending_kb_delete_key(self.kb_id)
+        keys = [k for k in keys_of_kb(list(snapshot.keys), self.kb_id) if k != marker]
+
+        async def delete(key: str) -> bool:
+            return time.monotonic() < deadline and await delete_value(self.host, key, f"key {key}")
+
+        if not all(await run_bounded(lambda k=k: delete(k) for k in keys)):
+            return False
+        return marker not in snapshot.keys or await delete(marker)
 
     async def mark_delete_pending(self) -> bool:
         return await put_value(self.host, pending_kb_delete_key(self.kb_id), json.dumps({"since": time.time()}).encode(),

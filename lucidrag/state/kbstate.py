@@ -220,13 +220,13 @@ class KnowledgeBaseState:
         return out
 
     def _recorded(self, file_id: str) -> None:
-        """The file's record was just saved. One the index snapshot named without a record is a
-        recorded file again: it leaves `unrecorded` for the keyword index (which `_load` took
-        it out of), so that set only shrinks after the load."""
+        """The file's record was just saved. A file the keyword index lacks (the snapshot named it
+        without a record, so the load took it out: `unrecorded`; or only a segment held in memory
+        named it before a restart) is indexed from it, so `unrecorded` only shrinks after the load."""
         if self.stored_ids is not None:
             self.stored_ids.add(file_id)
-        if file_id in self.unrecorded:
-            self.unrecorded.discard(file_id)
+        self.unrecorded.discard(file_id)
+        if self.loaded and file_id not in self.index and file_id not in self.in_flight:
             self.to_index[file_id] = None
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:

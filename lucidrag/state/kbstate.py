@@ -570,8 +570,8 @@ class KnowledgeBaseState:
     def _storage_is_empty(self) -> bool:
         """Plugin storage holds no meta (written at KB creation), no record and no index segment
         of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
-        the vector DB to find the files (`_load`); otherwise it trusts storage. (A manifest alone
-        names no file: segments held in memory only are not in it.)"""
+        the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
+        manifest alone names no file: segments held in memory only are not in it.)"""
         return (self.stored_ids is not None and not self.stored_ids and not self.live_segments
                 and self.meta_stored is False)
 
@@ -605,7 +605,7 @@ class KnowledgeBaseState:
         """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
         Returns whether the deletion is durable: no record of the file is left in plugin storage
         (a stored record would bring the file back after a restart; a stale index snapshot alone
-        cannot, `_load` drops files without one). Waits for the KB lock no longer than the hook's
+        cannot, the load drops files without one). Waits for the KB lock no longer than the hook's
         deadline (BudgetSpent, nothing done: the vectors go under the lock too).
 
         Durable before: nothing (the vectors are gone). After: the record is gone; the index

@@ -221,9 +221,9 @@ class Engine:
         with budget(UPKEEP_BUDGET_S[hook] + UPKEEP_STEP_SLACK_S) as calls_end:
             # no step starts once no host call may run any more (the hook's own deadline)
             await self._continue_unfinished(host, inst, min(time.monotonic() + UPKEEP_BUDGET_S[hook], calls_end),
-                                            first)
+                                            hook, first)
 
-    async def _continue_unfinished(self, host: HostApi, inst: Installation, deadline: float,
+    async def _continue_unfinished(self, host: HostApi, inst: Installation, deadline: float, hook: str,
                                    first: KnowledgeBaseState | None) -> None:
         try:
             if not inst.discovered:
@@ -239,7 +239,10 @@ class Engine:
                 if time.monotonic() >= deadline:
                     return
                 if state.needs_upkeep():
-                    await state.upkeep(host, state.kb_id, deadline)  # collection id = KB uuid
+                    # A query indexes only its own KB: another KB's files the index lacks after a
+                    # restart (up to a few thousand chunks) would cost this query up to its budget.
+                    index = hook != "retrieve" or state is first
+                    await state.upkeep(host, state.kb_id, deadline, index=index)  # collection id = KB uuid
         except Exception as error:  # noqa: BLE001 - unfinished work must never fail the hook itself
             logger.warning("unfinished work could not continue now (%s); will retry", describe(error))
 

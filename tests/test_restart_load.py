@@ -17,15 +17,13 @@ import pytest
 import lucidrag.state.store as store_module
 from lucidrag import engine as engine_module
 from lucidrag.state.snapshotload import READS_IN_FLIGHT
-from lucidrag.state.storage_keys import index_segment_key, kb_prefix
+from lucidrag.state.storage_keys import file_record_key, index_segment_key, kb_prefix
 from tests.conftest import Harness
 from tests.test_scale_state import KB, ingest_manuals, state_of
 from tests.test_state_runtime import restarted
 
+OTHER = "kb-other"
 PART = 256  # bytes per storage value: the 40-manual index is a few hundred parts of it
-
-# (each snapshot here is a few small files: their segments persisted as production persists big ones)
-pytestmark = pytest.mark.usefixtures("persist_every_segment")
 
 
 def is_index_part(key: str, **_: object) -> bool:
@@ -37,8 +35,9 @@ def index_values(host) -> int:
 
 
 @pytest.fixture
-async def big_index(harness: Harness, host, monkeypatch) -> Harness:
-    """A 40-file KB whose index snapshot is many small values, and the plugin restarted over it."""
+async def big_index(persist_every_segment: None, harness: Harness, host, monkeypatch) -> Harness:
+    """A 40-file KB whose index snapshot is many small values, and the plugin restarted over it.
+    (Its segments are persisted as production persists big ones.)"""
     monkeypatch.setattr(store_module, "PART_SIZE", PART)
     monkeypatch.setattr(engine_module, "QUERY_LOAD_WAIT_S", 0.05)
     await ingest_manuals(harness)
@@ -142,6 +141,7 @@ def stored_segments(host) -> dict[str, bytes]:
     return out
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_segments_are_stored_compressed(harness: Harness, host):
     from lucidrag.state.store import unpack_segment
 
@@ -152,6 +152,7 @@ async def test_segments_are_stored_compressed(harness: Harness, host):
     assert sum(map(len, stored.values())) < 0.8 * sum(map(len, raw.values()))
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_segments_stored_raw_by_an_earlier_version_still_load(harness: Harness, host):
     from lucidrag.state.store import unpack_segment
 
@@ -165,6 +166,7 @@ async def test_segments_stored_raw_by_an_earlier_version_still_load(harness: Har
     assert state_of(back).manifest_known and not state_of(back).to_index, "the snapshot was used"
 
 
+@pytest.mark.usefixtures("persist_every_segment")
 async def test_a_segment_that_does_not_decompress_costs_a_reindex_not_an_answer(harness: Harness, host):
     await ingest_manuals(harness)
     key = next(iter(stored_segments(host)))
@@ -206,3 +208,31 @@ async def test_a_vector_query_does_not_wait_for_the_keyword_index(big_index: Har
     texts = await asyncio.wait_for(back.texts(KB, "Section 4 of manual 33: part PX-33-4 of pump model M33",
                                               settings={"search_mode": "vector"}), 10)
     assert "manual 33" in texts[0] and state_of(back).loading
+
+
+async def test_a_kbs_reindexing_after_a_restart_does_not_hold_up_another_kbs_queries(harness: Harness, host):
+    """Segments below segindex.PERSIST_POSTINGS are not in the snapshot: after a restart their
+    files are indexed from their records by the KB's own queries. A query on another KB neither
+    waits for that nor does it (the probe of scripts/scale_real_host.py waited 2.6 s behind it)."""
+    await ingest_manuals(harness, 8)  # all in the in-memory tail
+    await harness.ingest(OTHER, "note.txt", b"The kettle descaling interval is 30 days.")
+    back = restarted(host)
+    record_reads = asyncio.Event()
+    records_may_come = asyncio.Event()
+    read = back.host.get_plugin_storage
+
+    async def gated_read(key: str) -> bytes:
+        if key.startswith(file_record_key(KB, "")):
+            record_reads.set()
+            await records_may_come.wait()
+        return await read(key)
+
+    back.host.get_plugin_storage = gated_read  # type: ignore[method-assign]
+    own_query = asyncio.ensure_future(back.texts(KB, "pump model M3"))
+    await asyncio.wait_for(record_reads.wait(), 10)  # the KB's query is indexing its records
+    texts = await asyncio.wait_for(back.texts(OTHER, "kettle descaling interval"), 5)
+    assert texts and "30 days" in texts[0]
+    records_may_come.set()
+    assert "manual 3" in (await asyncio.wait_for(own_query, 10))[0]
+    keyword = await back.texts(KB, "pump model M5", settings={"search_mode": "keyword"})
+    assert keyword and "manual 5" in keyword[0], "the KB's own queries indexed its files"

@@ -691,7 +691,9 @@ class KnowledgeBaseState:
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))
 
-    async def upkeep(self, host: HostApi, collection_id: str, deadline: float) -> None:
+    async def upkeep(self, host: HostApi, collection_id: str, deadline: float, index: bool = True) -> None:
+        """Continue this KB's unfinished work until `deadline`. With `index`, also index what the
+        keyword index lacks, unless another hook is doing so (never wait behind it)."""
         store = KbStore(host, self.kb_id)
         await self.flush(store, deadline)
         if not self.loaded:
@@ -703,7 +705,7 @@ class KnowledgeBaseState:
             if not self.loaded:
                 return
         await self.reconcile(host, collection_id, deadline)
-        if self.indexing:
+        if index and self.indexing and not self.indexing_lock.locked():
             await self.continue_indexing(host, collection_id, deadline)
 
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:

@@ -236,3 +236,30 @@ async def test_a_kbs_reindexing_after_a_restart_does_not_hold_up_another_kbs_que
     assert "manual 3" in (await asyncio.wait_for(own_query, 10))[0]
     keyword = await back.texts(KB, "pump model M5", settings={"search_mode": "keyword"})
     assert keyword and "manual 5" in keyword[0], "the KB's own queries indexed its files"
+
+
+async def test_a_hybrid_query_after_a_restart_does_not_wait_behind_the_kbs_reindexing(harness: Harness, host):
+    """While one query of the KB indexes the files its snapshot lacks, another hybrid query is
+    answered (from the vectors and what is indexed) instead of queueing behind it."""
+    ids = await ingest_manuals(harness, 8)  # all in the in-memory tail: indexed from their records after a restart
+    back = restarted(host)
+    record_reads, records_may_come = asyncio.Event(), asyncio.Event()
+    read = back.host.get_plugin_storage
+
+    async def gated_read(key: str) -> bytes:
+        if key.startswith(file_record_key(KB, ids[7])) and not record_reads.is_set():  # the indexing's read
+            record_reads.set()
+            await records_may_come.wait()
+        return await read(key)
+
+    back.host.get_plugin_storage = gated_read  # type: ignore[method-assign]
+    keyword_query = asyncio.ensure_future(back.texts(KB, "pump model M5", settings={"search_mode": "keyword"}))
+    await asyncio.wait_for(record_reads.wait(), 10)  # the keyword query is indexing the records
+    assert state_of(back).indexing
+    task = asyncio.ensure_future(back.retrieve(KB, "Section 4 of manual 3: part PX-3-4 of pump model M3",
+                                               settings={"top_k": 1}))
+    done, _ = await asyncio.wait([task], timeout=5)
+    records_may_come.set()
+    assert done, "the hybrid query waited behind the keyword query's indexing"
+    assert "manual 3" in task.result().results[0].content[0].text
+    assert "manual 5" in (await asyncio.wait_for(keyword_query, 10))[0]

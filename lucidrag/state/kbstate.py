@@ -285,7 +285,8 @@ class KnowledgeBaseState:
         snapshot (every mutation needs it first). A snapshot that has to be read from storage is
         waited for at most `wait_s` (a query); if it is not there by then it is read on beside
         this and later hooks (`loading`) and this returns. With `index_now`, index what a loaded
-        snapshot lacks for up to FIRST_LOAD_BUDGET_S."""
+        snapshot lacks for up to FIRST_LOAD_BUDGET_S, or `wait_s` if shorter (a query that does not
+        wait for the snapshot does not wait for that either, nor behind another hook doing it)."""
         if not self.loaded:
             if not self.opened:
                 async with holding(self.lock):
@@ -310,9 +311,11 @@ class KnowledgeBaseState:
             # Milvus adapter create it with dimension 1536.
             self.look_in_vector_db = False
             self.discovery = FileDiscovery()
-        if index_now and self.indexing and not self.fresh:
+        index_s = min(FIRST_LOAD_BUDGET_S, wait_s)
+        if (index_now and self.indexing and not self.fresh and index_s > 0
+                and (wait_s == math.inf or not self.indexing_lock.locked())):
             try:
-                await self.continue_indexing(host, collection_id, time.monotonic() + FIRST_LOAD_BUDGET_S)
+                await self.continue_indexing(host, collection_id, time.monotonic() + index_s)
             except Exception as error:  # noqa: BLE001 - later hooks continue; this one answers from vectors
                 logger.warning("kb=%s: indexing could not continue now (%s)", self.kb_id, describe(error))
 

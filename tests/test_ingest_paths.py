@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import io
 import math
+import time
+from datetime import datetime, timezone
 from typing import Any
 
 import docx
@@ -261,3 +263,19 @@ async def test_deleting_a_kb_frees_the_vectors_its_files_left_in_the_embedding_c
     assert cache.nbytes > 0
     await harness.component.on_knowledge_base_delete(KB)
     assert cache.nbytes == 0 and len(cache) == 0
+
+
+async def test_a_file_without_a_title_is_named_by_its_utc_upload_date_whatever_the_servers_time_zone(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    # a zone whose date differs from UTC's now, by an hour or more either way
+    zone = "Etc/GMT+12" if datetime.now(timezone.utc).hour < 11 else "Etc/GMT-14"
+    try:
+        with monkeypatch.context() as local:
+            local.setenv("TZ", zone)
+            time.tzset()
+            assert datetime.now().date() != datetime.now(timezone.utc).date()
+            await harness.ingest(KB, "notes.txt", b"The inverter manual says to reset it with the red button.")
+            top = (await harness.retrieve(KB, "inverter reset red button")).results[0]
+    finally:
+        time.tzset()  # the process's own zone again
+    assert top.metadata["document_name"] == f"TEXT file, {datetime.now(timezone.utc).date().isoformat()}"

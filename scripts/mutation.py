@@ -48,6 +48,7 @@ MODULES = [
     "lucidrag/vectors/embedding.py",
     "lucidrag/ingestion/chunking.py",
     "lucidrag/ingestion/ingest.py",
+    "lucidrag/state/lifecycle.py",
     "lucidrag/state/records.py",
     "lucidrag/state/recordcache.py",
     "lucidrag/state/kbdelete.py",
@@ -79,6 +80,13 @@ TESTS = {
                                        "tests/test_engine.py"],
     "lucidrag/vectors/embedding.py": ["tests/test_runtime.py", "tests/test_embedding.py", "tests/test_faults.py",
                                       "tests/test_offline_embed.py", "tests/test_engine.py"],
+    "lucidrag/ingestion/ingest.py": ["tests/test_ingest_paths.py", "tests/test_engine.py", "tests/test_faults.py",
+                                     "tests/test_hostile.py", "tests/test_runtime.py", "tests/test_lifecycle.py",
+                                     "tests/test_ingest_memory.py", "tests/test_storage_leaks.py",
+                                     "tests/test_backends.py", "tests/test_ocr.py", "tests/test_state_runtime.py",
+                                     "tests/test_state_lifecycle.py", "tests/test_console.py"],
+    "lucidrag/state/lifecycle.py": ["tests/test_state_lifecycle.py", "tests/test_state_runtime.py",
+                                    "tests/test_lifecycle.py", "tests/test_unsaved_records.py", "tests/sim/"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

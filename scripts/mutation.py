@@ -79,6 +79,8 @@ TESTS = {
                                        "tests/test_engine.py"],
     "lucidrag/vectors/embedding.py": ["tests/test_runtime.py", "tests/test_embedding.py", "tests/test_faults.py",
                                       "tests/test_offline_embed.py", "tests/test_engine.py"],
+    "lucidrag/ingestion/chunking.py": ["tests/test_chunking.py", "tests/test_chunking_edges.py", "tests/test_hostile.py",
+                                       "tests/test_what_the_bot_is_told.py", "tests/test_retrieval_units.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

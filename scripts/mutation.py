@@ -81,6 +81,8 @@ TESTS = {
                                       "tests/test_offline_embed.py", "tests/test_engine.py"],
     "lucidrag/ingestion/chunking.py": ["tests/test_chunking.py", "tests/test_chunking_edges.py", "tests/test_hostile.py",
                                        "tests/test_what_the_bot_is_told.py", "tests/test_retrieval_units.py"],
+    "lucidrag/index/terms.py": ["tests/test_keyword.py", "tests/test_terms.py", "tests/test_segindex.py",
+                                "tests/test_retrieval_units.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

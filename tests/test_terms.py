@@ -92,7 +92,7 @@ def test_a_query_term_that_repeats_keeps_its_largest_share():
 
 
 def test_a_chunk_heading_is_indexed_once_as_its_own_field_and_not_as_body():
-    ((cid, tfs),) = tokenize_chunks([("c1", "Pumps › Valves\nThe valve and the valves", "Pumps › Valves")])
+    ((cid, tfs),) = tokenize_chunks([("c1", "Pumps › Valve\nThe valve and the valves", "Pumps › Valve")])
     assert cid == "c1"
     assert tfs == {"valv": 2, HEADING_FIELD + "pump": 1, HEADING_FIELD + "valv": 1}
     # a text that does not start with its heading line keeps all of its text

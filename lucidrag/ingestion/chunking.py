@@ -441,7 +441,7 @@ def _overlap_start(atoms: list[_Atom], previous: tuple[int, int], first: int, ov
 
 
 def _is_separator_row(line: str) -> bool:
-    return bool(re.fullmatch(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*", line))
+    return bool(re.fullmatch(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*", line))
 
 
 @lru_cache(maxsize=32)

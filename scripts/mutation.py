@@ -87,6 +87,10 @@ TESTS = {
                                      "tests/test_state_lifecycle.py", "tests/test_console.py"],
     "lucidrag/state/lifecycle.py": ["tests/test_state_lifecycle.py", "tests/test_state_runtime.py",
                                     "tests/test_lifecycle.py", "tests/test_unsaved_records.py", "tests/sim/"],
+    "lucidrag/ingestion/chunking.py": ["tests/test_chunking.py", "tests/test_chunking_edges.py", "tests/test_hostile.py",
+                                       "tests/test_what_the_bot_is_told.py", "tests/test_retrieval_units.py"],
+    "lucidrag/index/terms.py": ["tests/test_keyword.py", "tests/test_terms.py", "tests/test_segindex.py",
+                                "tests/test_retrieval_units.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

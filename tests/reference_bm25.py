@@ -25,6 +25,7 @@ from lucidrag.index.terms import (
     TokenizedChunk,
     idf,
     query_terms,
+    tokenize,
     tokenize_chunks,
 )
 
@@ -105,6 +106,29 @@ def _runs(slots: Iterable[int]) -> list[tuple[int, int]]:
         else:
             out.append((s, s + 1))
     return out
+
+
+def coverage(weights: dict[str, float], text: str) -> float:
+    """Share (0-1) of the query's idf weight (`BM25Index.term_weights`) whose terms occur in
+    `text`, by re-tokenising it: what the segment index computes from its postings."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0
+    present = set(tokenize(text))
+    return sum(w for term, w in weights.items() if term in present) / total
+
+
+def coverages(weights: dict[str, float], text: str, heading: str = "") -> tuple[float, float]:
+    """``coverage`` of the whole chunk text and of its body alone (``text`` without its leading
+    ``heading`` line): ``KeywordHit.coverage`` and ``body_coverage``."""
+    total = sum(weights.values())
+    if total <= 0.0:
+        return 0.0, 0.0
+    body = text[len(heading) + 1 :] if heading and text.startswith(heading + "\n") else text
+    in_body = set(tokenize(body))
+    in_all = in_body | set(tokenize(heading)) if body is not text else in_body
+    return (sum(w for t, w in weights.items() if t in in_all) / total,
+            sum(w for t, w in weights.items() if t in in_body) / total)
 
 
 class BM25Index:

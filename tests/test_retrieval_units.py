@@ -142,8 +142,7 @@ async def test_rerank_reorders_candidates_and_its_score_is_reported(harness: Har
 
 
 def test_keyword_coverage_is_the_idf_weighted_share_of_query_terms_present():
-    from lucidrag.index.terms import coverage
-    from tests.reference_bm25 import BM25Index
+    from tests.reference_bm25 import BM25Index, coverage
 
     index = BM25Index()
     index.add("f", [("1", "rare widget alpha"), ("2", "common text"), ("3", "common words")])

@@ -12,9 +12,9 @@ import pytest
 
 from lucidrag.index import segindex
 from lucidrag.index.segindex import SegmentIndex
-from lucidrag.index.terms import coverages, tokenize_chunks
+from lucidrag.index.terms import tokenize_chunks
 from lucidrag.state.records import chunk_uuid
-from tests.reference_bm25 import BM25Index
+from tests.reference_bm25 import BM25Index, coverages
 
 # the tests below persist every segment; those of the threshold set it themselves
 pytestmark = pytest.mark.usefixtures("persist_every_segment")

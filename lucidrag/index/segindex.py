@@ -111,7 +111,7 @@ class KeywordHit:
     chunk_id: str
     file_id: str
     score: float  # BM25, as BM25Index.search gives it
-    coverage: float  # terms.coverages(term_weights(q), text, heading)[0]
+    coverage: float  # tests/reference_bm25.coverages(term_weights(q), text, heading)[0]
     body_coverage: float  # ...[1]: the share matched by the chunk's body alone
 
 
@@ -128,7 +128,7 @@ class IndexChanges:
 
 def _term_table(terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """(64-bit FNV-1a hash of each term's code points, whether it counts towards its chunk's
-    length as in ``terms.counts_towards_length``), vectorised over the terms: one numpy pass
+    length, as in tests/reference_bm25.py), vectorised over the terms: one numpy pass
     per character position, over the terms that long. Terms never contain NUL (the fixed-width
     array pads with it)."""
     if not len(terms):

@@ -34,9 +34,9 @@ API
     takes. A heading line is indexed as its own field (terms prefixed ``HEADING_FIELD``).
 Scoring helpers
 ---------------
-``idf(n, df)``, ``counts_towards_length(term)`` and ``coverage(s)`` are shared by the segment
-index (``lucidrag.index.segindex``) and retrieval; ``MAX_QUERY_TERMS`` bounds a query's terms.
-The reference BM25 index the segment index is tested against lives in ``tests/reference_bm25.py``.
+``idf(n, df)`` is shared with the segment index (``lucidrag.index.segindex``); ``MAX_QUERY_TERMS``
+bounds a query's terms. The reference BM25 index the segment index is tested against, and the
+coverage it is checked by (re-tokenising a hit's text), live in ``tests/reference_bm25.py``.
 """
 
 from __future__ import annotations
@@ -50,9 +50,6 @@ from collections.abc import Iterable
 __all__ = [
     "MAX_QUERY_TERMS",
     "TokenizedChunk",
-    "counts_towards_length",
-    "coverage",
-    "coverages",
     "idf",
     "query_terms",
     "stem",
@@ -286,34 +283,3 @@ MAX_QUERY_TERMS = 48  # distinct query terms scored; longer queries keep their r
 def idf(n: int, df: int) -> float:
     """BM25 idf of a term in ``df`` of ``n`` chunks (shared with ``lucidrag.index.segindex``)."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-
-def counts_towards_length(term: str) -> bool:
-    """Whether a document term counts in its chunk's BM25 length: not a single CJK character
-    (the document-side unigrams) and not a heading-field term. ``BM25Index.add_tokenized``
-    applies the same rule inline (shared with ``lucidrag.index.segindex``)."""
-    return (len(term) > 1 or term < "\u1100") and term[:1] != HEADING_FIELD
-
-
-def coverage(weights: dict[str, float], text: str) -> float:
-    """Share (0-1) of the query's idf weight (`BM25Index.term_weights`) whose terms occur in
-    `text`: an absolute keyword-match strength, unlike BM25, which has no upper bound."""
-    total = sum(weights.values())
-    if total <= 0.0:
-        return 0.0
-    present = set(tokenize(text))
-    return sum(w for term, w in weights.items() if term in present) / total
-
-
-def coverages(weights: dict[str, float], text: str, heading: str = "") -> tuple[float, float]:
-    """``coverage`` of the whole chunk text and of its body alone (``text`` without its leading
-    ``heading`` line): the body share breaks ties between chunks that match only by a title."""
-    total = sum(weights.values())
-    if total <= 0.0:
-        return 0.0, 0.0
-    body = text[len(heading) + 1 :] if heading and text.startswith(heading + "\n") else text
-    in_body = set(tokenize(body))
-    in_all = in_body | set(tokenize(heading)) if body is not text else in_body
-    return (sum(w for t, w in weights.items() if t in in_all) / total,
-            sum(w for t, w in weights.items() if t in in_body) / total)

@@ -10,8 +10,9 @@ that short, pieces about equally full. The overlap is whole sentences (or clause
 `chunk_overlap` characters from the end of the piece before, never making a piece longer than
 `chunk_size`. Tables are split by rows and every piece repeats the header row.
 
-A plain-text document's first line is taken as its title when it is short, ends without
-punctuation and a blank line follows (`_with_title`): it becomes the heading of that text.
+A headless document's first line is taken as its title when it is short, ends without
+punctuation and a blank line follows (`_with_title`; not in JSON, whose lines are data): it
+becomes the heading of that text.
 
 Two guards keep the work linear on hostile input: lines longer than the splitter can handle are
 cut into bounded runs first (bounded_runs), and tables too wide to repeat their header are cut
@@ -99,7 +100,7 @@ def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDoc
         for section in document.sections:
             pieces.extend((text, section) for text in _fixed_windows(section.text, size, overlap))
     else:
-        for section in _with_title(document.sections, size):
+        for section in _with_title(document, size):
             pieces.extend((text, section) for text in split_section(section, size, overlap))
     chunks = tuple(
         Chunk(index=i, text=text, headings=section.headings, page=section.page)
@@ -122,13 +123,15 @@ def _whole_if_small(document: Document, size: int) -> Document:
 def with_title_line(document: Document, size: int) -> Document:
     """The document with a headless text's title line made the heading of the text under it
     (`_with_title`): what `document_name` reads, so a .txt's title line is its name too."""
-    return replace(document, sections=_with_title(document.sections, size))
+    return replace(document, sections=_with_title(document, size))
 
 
-def _with_title(sections: tuple[Section, ...], size: int) -> tuple[Section, ...]:
+def _with_title(document: Document, size: int) -> tuple[Section, ...]:
     """Make a headless document's title line the heading of the text under it, so it stays with
-    that text in every chunk (embedding and display) and is scored as a heading field."""
-    if not sections:
+    that text in every chunk (embedding and display) and is scored as a heading field. Not in
+    JSON / JSONL, whose first line is a "key: value" of the data."""
+    sections = document.sections
+    if not sections or document.format in SELF_DESCRIBING_FORMATS:
         return sections
     first = sections[0]
     if first.headings or first.is_table:
@@ -243,11 +246,22 @@ def split_table(text: str, size: int) -> list[str]:
         return []
     header_len = 2 if len(lines) > 1 and _is_separator_row(lines[1]) else 1
     header = "\n".join(lines[:header_len])
-    rows = lines[header_len:]
-    if not rows:
+    if len(lines) == header_len:
         return split_text(header, size, 0)
     if len(header) > size * WIDE_TABLE_HEADER_SHARE and _CELL_BORDER.search(lines[0].strip().strip("|")):
-        return [piece for group in column_groups(lines, header_len, size) for piece in split_table(group, size)]
+        # A group's two header lines can still exceed that share (for chunks under ~200
+        # characters, or one-letter column names): its rows are split as they are, never
+        # grouped again (that recursed forever).
+        groups = column_groups(lines, header_len, size)
+        return [piece for group in groups for piece in _split_rows(group.split("\n"), 2, size)]
+    return _split_rows(lines, header_len, size)
+
+
+def _split_rows(lines: list[str], header_len: int, size: int) -> list[str]:
+    """A table's rows in pieces of at most `size` characters (unless the header leaves less than
+    a quarter of it), each starting with the table's first `header_len` lines."""
+    header = "\n".join(lines[:header_len])
+    rows = lines[header_len:]
     budget = max(size - len(header) - 1, size // 4)
     pieces: list[str] = []
     current: list[str] = []
@@ -274,22 +288,28 @@ def column_groups(lines: list[str], header_len: int, size: int) -> list[str]:
     tables of consecutive columns, each repeating the first (key) column.
 
     Repeating a 5,000-column header in every piece sent 57 million characters to the embedding
-    model for a 154 KB CSV. Each group's header fits in a quarter of a chunk, so the pieces
-    split_table cuts from it stay within a small constant factor of the table's own text; rows
-    with no value in a group are left out of it."""
+    model for a 154 KB CSV. Each group's header line fits in a quarter of a chunk (in 3 clipped
+    cells for small chunks) and, with its separator line, in the share of a chunk a table header
+    may take, unless the group is a single column; so the pieces split_table cuts from it stay
+    within a small constant factor of the table's own text and rows are not cut apart. Rows with
+    no value in a group are left out of it."""
     header = _cells(lines[0])
     rows = [_cells(line) for line in lines[header_len:]]
     width = max(len(header), max((len(r) for r in rows), default=0), 2)
     cell_limit = max(16, size // 16)
     names = [_clip(name, cell_limit) for name in header] + [""] * (width - len(header))
     target = max(size // 4, 3 * cell_limit)
+    header_room = size * WIDE_TABLE_HEADER_SHARE
     bounds: list[tuple[int, int]] = []  # [start, end) columns of each group after the key column
     start = 1
     while start < width:
         end, used = start + 1, len(names[0]) + len(names[start]) + 7
-        while end < width and used + len(names[end]) + 3 <= target:
-            used += len(names[end]) + 3
-            end += 1
+        while end < width:
+            line = used + len(names[end]) + 3
+            separator = 4 * (end - start + 2) + 1  # "|---" per column of the wider group, and "|"
+            if line > target or line + 1 + separator > header_room:
+                break
+            used, end = line, end + 1
         bounds.append((start, end))
         start = end
     bodies: list[list[str]] = [[] for _ in bounds]
@@ -421,7 +441,7 @@ def _overlap_start(atoms: list[_Atom], previous: tuple[int, int], first: int, ov
 
 
 def _is_separator_row(line: str) -> bool:
-    return bool(re.fullmatch(r"\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*", line))
+    return bool(re.fullmatch(r"\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*", line))
 
 
 @lru_cache(maxsize=32)

@@ -313,6 +313,26 @@ async def test_a_new_milvus_kbs_first_upsert_that_never_reached_the_host_creates
     assert tea.status == DocumentStatus.COMPLETED, tea.error_message
 
 
+async def test_an_adopted_file_keeps_its_journal_entry_until_its_record_is_saved(harness: Harness, host):
+    """A restart adopts a journalled file whose vectors are all there, but storage refuses its
+    record: the entry is all that names the file, so a later request must not delete it before the
+    record is saved, or the next restart loses a COMPLETED file (sim seed 5434)."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    for key in record_keys(host, solar.document_id):  # a crash after its vectors, before its record
+        del host.storage[key]
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry(solar.document_id, solar.chunks_created))
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    for _ in range(3):
+        await back.retrieve(KB, "anything")
+    assert state_of(back).unsaved.get(solar.document_id) is not None, "adopted, its record unsaved"
+    assert journal_key(KB, solar.document_id) in host.storage, "nothing else names the file"
+    again = restarted(host)
+    for mode in ("vector", "keyword"):
+        assert "42 kilowatts" in (await again.texts(KB, "solar array kilowatts", settings={"search_mode": mode}))[0]
+
+
 # ---------------------------------------------------------------- repair
 async def test_repair_rebuilds_records_from_the_vectors_not_from_stale_storage(harness: Harness, host):
     document_id = "doc-stale"

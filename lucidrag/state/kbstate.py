@@ -810,8 +810,9 @@ class KnowledgeBaseState:
                         self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
                         await self._clear_journal(store, file_id)
-                    else:
+                    elif saved:
                         self.undeleted_journals.add(file_id)  # the entry goes with the next flush
+                    # else the entry is all that names the file: `flush` clears it with the record
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
             else:

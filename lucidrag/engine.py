@@ -32,7 +32,7 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
-from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.kbstate import KnowledgeBaseState, remove_first_write
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
 from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
 
@@ -159,16 +159,23 @@ class Engine:
                 raise PluginStorageFailure("LangBot's plugin storage could not be read, so the file "
                                            "could not be deleted safely; delete the file again")
 
+            store = KbStore(host, kb_id)
+            # A KB that never had a vector has none to delete (and Milvus would create the
+            # collection), unless a first write of this file had an unknown outcome.
+            first_write = (state.first_write_remover(host, store, kb_id, document_id)
+                           if state.never_had_vectors else None)
+
             async def delete_vectors() -> None:
                 try:
-                    await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+                    if first_write is not None:
+                        await first_write()
+                    else:
+                        await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
                 except Exception as error:  # noqa: BLE001
                     raise VectorStoreFailure(
                         f"The vector database did not delete the file: {describe(error)}") from error
 
-            # A KB that never had a vector has none to delete (and Milvus would create the collection).
-            if not await state.delete_file(KbStore(host, kb_id), document_id,
-                                           None if state.never_had_vectors else delete_vectors):
+            if not await state.delete_file(store, document_id, delete_vectors):
                 # True now would let the file come back after a restart (its record is still stored)
                 raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record; "
                                            "delete the file again")
@@ -200,11 +207,26 @@ class Engine:
             meta = await store.load_meta()
             never_written = (not file_ids and meta is not None and meta.has_vectors is False
                              and (state is None or state.has_vectors is not True))
+            # ... but a first write whose outcome is unknown (its answer lost) may have left vectors
+            first_writes: dict[str, int] = {}
+            try:
+                first_writes = await _first_writes(store, state, snapshot) if never_written else {}
+            except Exception as error:  # noqa: BLE001 - then as a KB with vectors: the listing finds them
+                logger.warning("kb=%s: an ingest journal could not be read (%s)", kb_id, describe(error))
+                never_written = False
             if not never_written:
                 await store.mark_delete_pending()
         if never_written:  # listing would make Milvus create a collection for a deleted KB
-            await store.delete_everything()
-            return True
+            try:
+                for file_id, dim in first_writes.items():
+                    await remove_first_write(host, kb_id, file_id, dim)
+            except Exception as error:  # noqa: BLE001 - then as a KB with vectors
+                logger.warning("kb=%s: a failed first write could not be removed (%s)", kb_id, describe(error))
+                file_ids.update(first_writes)
+                await store.mark_delete_pending()
+            else:
+                await store.delete_everything()
+                return True
         job = inst.deletions.setdefault(kb_id, KbDeletion(kb_id, sorted(file_ids)))
         done = await job.run(host, time.monotonic() + KB_DELETE_BUDGET_S)
         if done:
@@ -263,3 +285,19 @@ class Engine:
                 if state.has_vectors is None:
                     meta = await KbStore(host, kb_id).load_meta()
                     state.has_vectors = meta.has_vectors if meta else None
+
+
+async def _first_writes(store: KbStore, state: KnowledgeBaseState | None,
+                        snapshot: KeySnapshot | None) -> dict[str, int]:
+    """The journalled files of a KB that never had a vector whose write may have left vectors
+    (file id -> their dimension; `KnowledgeBaseState.first_write_of`)."""
+    journalled = set(snapshot.journal_ids(store.kb_id) if snapshot else []) | (state.journals if state else set())
+    out: dict[str, int] = {}
+    for file_id in sorted(journalled):
+        dim = state.first_writes.get(file_id) if state is not None else None
+        if dim is None:
+            entry = await store.read_journal(file_id, strict=True)
+            dim = entry.dim if entry is not None else None
+        if dim is not None:
+            out[file_id] = dim
+    return out

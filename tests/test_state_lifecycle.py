@@ -18,11 +18,12 @@ import lucidrag.engine as engine_module
 import lucidrag.state.kbstate as kbstate_module
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import ChunkRecord
+from lucidrag.state.records import ChunkRecord, chunk_uuid
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore
 from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
+from tests.fakes import DIM, ActionCallTimeoutError, hash_embed
 from tests.test_state_runtime import restarted
 
 KB = "kb-life"
@@ -168,6 +169,168 @@ async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_alre
     await harness.invoke(state.reconcile, host, KB, math.inf)
     assert host.vectors_of(KB, crashed.document_id) == [], "the crashed ingest's vectors were removed"
     assert state.journals == set()
+
+
+BACKENDS = {"chroma": FakePlugin, "milvus": FakePlugin.milvus, "pgvector": FakePlugin.pgvector}
+
+
+def answers_lost(host: FakePlugin, method: str = "vector_upsert", written: bool = True) -> None:
+    """Every `method` call times out in the SDK: after the host did it (`written`), or before it
+    got there. LangBot's runtime goes on with a call whose answer the plugin gave up on."""
+    real = getattr(host, method)
+
+    async def lost(*args, **kwargs):
+        if written:
+            await real(*args, **kwargs)
+        raise ActionCallTimeoutError(f"{method} timed out")
+
+    setattr(host, method, lost)
+
+
+def answers_back(host: FakePlugin, method: str = "vector_upsert") -> None:
+    host.__dict__.pop(method, None)
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
+async def test_a_new_kbs_first_upsert_that_wrote_but_lost_its_answer_leaves_no_vector(backend: str, restart: bool):
+    """The first file of a KB that never had a vector: LangBot wrote its vectors, the answer was
+    lost, the file FAILED. Once things settle, none of its vectors may stay (nothing answers them,
+    nothing else would ever remove them), and Milvus' collection keeps the model's dimension."""
+    host = BACKENDS[backend]()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    answers_lost(host)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    answers_back(host)
+    settled = restarted(host) if restart else harness
+    for _ in range(2):
+        await settled.retrieve(KB, "anything")
+    assert host.vectors_of(KB, failed.document_id) == [], "the failed file's vectors leaked"
+    assert not [k for k in host.storage if "/journal/" in k]
+    assert host.dims.get(KB) in (None, DIM)
+    tea = await settled.ingest(KB, "tea.txt", TEA)
+    assert tea.status == DocumentStatus.COMPLETED, tea.error_message
+    assert "Tieguanyin" in (await settled.texts(KB, "Which cultivar comes from Anxi?"))[0]
+    assert {m["file_id"] for m in host.vectors_of(KB)} == {tea.document_id}
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
+async def test_deleting_such_a_failed_file_at_once_removes_its_vectors(restart: bool):
+    """The operator deletes the FAILED file before anything settled it (the vector DB kept
+    losing answers during the ingest, so nothing could be removed then)."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    answers_lost(host)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    answers_back(host)
+    settled = restarted(host) if restart else harness
+    assert await settled.component.delete_document(KB, failed.document_id) is True
+    assert host.vectors_of(KB, failed.document_id) == [], "the deleted file's vectors leaked"
+    assert host.dims.get(KB) in (None, DIM)
+    assert not [k for k in host.storage if "/journal/" in k]
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
+async def test_deleting_the_kb_of_such_a_failed_file_at_once_removes_its_vectors(restart: bool):
+    """LangBot leaves a deleted KB's vectors to the engine (HOST_CONTRACT.md)."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    answers_lost(host)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    answers_back(host)
+    settled = restarted(host) if restart else harness
+    await settled.component.on_knowledge_base_delete(KB)
+    assert host.vectors_of(KB) == [], "the deleted KB's vectors leaked"
+    assert host.dims.get(KB) in (None, DIM) and not host.storage
+
+
+async def test_the_first_batch_a_dead_process_wrote_into_a_new_kb_is_removed_after_the_restart():
+    """kill -9 after the first of a long file's batches reached LangBot, before the KB's mark was
+    cleared: an interrupted file keeps all of its vectors or none, and Milvus' collection keeps the
+    model's dimension."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    store = KbStore(host, KB)
+    await harness.invoke(store.write_journal, JournalEntry("crashed", 150, DIM))
+    chunks = [ChunkRecord(chunk_uuid("crashed", i), "crashed", i, f"Part {i} of the pump.") for i in range(100)]
+    await harness.invoke(lambda: host.vector_upsert(
+        collection_id=KB, vectors=[hash_embed(c.text) for c in chunks], ids=[c.chunk_id for c in chunks],
+        metadata=[c.metadata("text") for c in chunks]))
+    back = restarted(host)
+    for _ in range(2):
+        await back.retrieve(KB, "pump")
+    assert host.vectors_of(KB, "crashed") == [] and host.dims[KB] == DIM
+    assert not [k for k in host.storage if "/journal/" in k]
+    tea = await back.ingest(KB, "tea.txt", TEA)
+    assert tea.status == DocumentStatus.COMPLETED, tea.error_message
+
+
+async def test_a_first_file_committed_while_the_kb_mark_and_its_journal_entry_stayed_is_kept(host):
+    """The stored mark still says "never had a vector" and the file's journal entry is left (both
+    writes failed), but its record is stored: after a restart it is an answer, not a failed write
+    whose vectors go (sim seed 411)."""
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED, solar.error_message
+    assert journal_key(KB, solar.document_id) in host.storage
+    assert (await harness.invoke(KbStore(host, KB).load_meta)).has_vectors is False
+    host.faults.clear()
+    back = restarted(host)
+    for mode in ("vector", "keyword"):
+        assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings={"search_mode": mode}))[0]
+    assert len(host.vectors_of(KB, solar.document_id)) == solar.chunks_created
+    assert journal_key(KB, solar.document_id) not in host.storage
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
+async def test_a_new_milvus_kbs_first_upsert_that_never_reached_the_host_creates_no_default_collection(restart: bool):
+    """The same lost answer, but LangBot never got the call: nothing was written and no collection
+    exists. Removing the file must not make Milvus create one with its default dimension (1536),
+    which would refuse every vector of the real model."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    answers_lost(host, written=False)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    answers_back(host)
+    settled = restarted(host) if restart else harness
+    for _ in range(2):
+        await settled.retrieve(KB, "anything")
+    assert host.dims.get(KB) in (None, DIM), "a collection with Milvus' default dimension was created"
+    assert host.vectors_of(KB) == [] and not [k for k in host.storage if "/journal/" in k]
+    tea = await settled.ingest(KB, "tea.txt", TEA)
+    assert tea.status == DocumentStatus.COMPLETED, tea.error_message
+
+
+async def test_an_adopted_file_keeps_its_journal_entry_until_its_record_is_saved(harness: Harness, host):
+    """A restart adopts a journalled file whose vectors are all there, but storage refuses its
+    record: the entry is all that names the file, so a later request must not delete it before the
+    record is saved, or the next restart loses a COMPLETED file (sim seed 5434)."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    for key in record_keys(host, solar.document_id):  # a crash after its vectors, before its record
+        del host.storage[key]
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry(solar.document_id, solar.chunks_created))
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    for _ in range(3):
+        await back.retrieve(KB, "anything")
+    assert state_of(back).unsaved.get(solar.document_id) is not None, "adopted, its record unsaved"
+    assert journal_key(KB, solar.document_id) in host.storage, "nothing else names the file"
+    again = restarted(host)
+    for mode in ("vector", "keyword"):
+        assert "42 kilowatts" in (await again.texts(KB, "solar array kilowatts", settings={"search_mode": mode}))[0]
 
 
 # ---------------------------------------------------------------- repair

@@ -181,9 +181,18 @@ async def test_the_ingest_journal_round_trips_and_is_deleted(harness: Harness):
     assert await call(harness, store.read_journal, "f1") is None
 
 
+async def test_a_journal_entry_keeps_the_dimension_of_the_vectors_it_names(harness: Harness):
+    store = KbStore(harness.host, KB)
+    assert await call(harness, store.write_journal, JournalEntry("f1", 7, 256))
+    assert json.loads(harness.host.storage[journal_key(KB, "f1")])["dim"] == 256
+    assert await call(harness, store.read_journal, "f1") == JournalEntry("f1", 7, 256)
+
+
 @pytest.mark.parametrize(("raw", "expected"), [
     (b"garbage", JournalEntry("f1", 0)), (b'{"chunks": "x"}', JournalEntry("f1", 0)),
     (b'{"since": 1}', JournalEntry("f1", 0)), (b"[3]", None), (b'{"chunks": "4"}', JournalEntry("f1", 4)),
+    (b'{"chunks": 4, "dim": 0}', JournalEntry("f1", 4)), (b'{"chunks": 4, "dim": true}', JournalEntry("f1", 4)),
+    (b'{"chunks": 4, "dim": "8"}', JournalEntry("f1", 4)), (b'{"chunks": 4, "dim": 8}', JournalEntry("f1", 4, 8)),
 ])
 async def test_an_unreadable_journal_entry_confirms_nothing_written(harness: Harness, raw: bytes, expected):
     harness.host.storage[journal_key(KB, "f1")] = raw

@@ -84,7 +84,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     # then write the new vectors.
     if await state.is_stored(store, request.document_id):
         await _delete_previous_version(host, request)
-    if not await state.begin_ingest(store, request.document_id, len(record.chunks)):
+    dim = int(vectors.shape[1])
+    if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
         raise PluginStorageFailure(
             "LangBot's plugin storage failed before the file was stored, so LucidRAG could not keep "
             "track of it. Nothing was kept; upload the file again."
@@ -113,10 +114,14 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         if state.metric is None:
             await _calibrate(host, state, store, request, record, vectors)
     except BaseException as error:
-        # On a KB that never had a vector, a delete could create the collection with the wrong
-        # dimension (Milvus): the journal entry stays and reconciliation settles it instead.
-        removed = False if state.fresh else await _rollback(host, request)
-        await state.abort_ingest(store, request.document_id, removed)
+        # On a KB that never had a vector the first upsert failed, but may have written (its
+        # answer lost): whether the collection exists is unknown, and a delete could create it
+        # with the wrong dimension (Milvus). `remove_first_write` re-creates it first.
+        if state.fresh:
+            removed = await _remove_first_write(host, state, request, dim)
+        else:
+            removed = await _rollback(host, request)
+        await state.abort_ingest(store, request.document_id, removed, dim)
         if isinstance(error, LucidRagError) or not isinstance(error, Exception):
             raise
         raise VectorStoreFailure(
@@ -173,6 +178,17 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
     except Exception as error:  # noqa: BLE001
         logger.info("kb=%s doc=%s: no previous version removed (%s)", request.kb_id,
                     request.document_id, describe(error))
+
+
+async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request: IngestRequest, dim: int) -> bool:
+    """`_rollback` for a KB that never had a vector. False if it failed (reconciliation retries)."""
+    try:
+        await state.remove_first_write(host, request.collection_id, request.document_id, dim)
+        return True
+    except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
+        logger.error("kb=%s doc=%s: could not remove what a failed first write may have left (%s); it is "
+                     "removed later", request.kb_id, request.document_id, describe(error))
+        return False
 
 
 async def _rollback(host: HostApi, request: IngestRequest) -> bool:

@@ -95,6 +95,9 @@ class KnowledgeBaseState:
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
+    # ABORTED files whose vectors may be in the collection of a KB that never had a vector (file id
+    # -> their dimension): `remove_first_write` removes them
+    first_writes: dict[str, int] = field(default_factory=dict)
     # INGESTING files without a journal entry (file id -> chunks): begun while plugin storage held
     # nothing of the KB and failed the write, so a restart finds them in the vector DB
     unjournalled: dict[str, int] = field(default_factory=dict)
@@ -482,7 +485,7 @@ class KnowledgeBaseState:
                         len(self.index.file_ids()), len(self.index))
 
     # ================================================================ ingest
-    async def begin_ingest(self, store: KbStore, file_id: str, chunks: int) -> bool:
+    async def begin_ingest(self, store: KbStore, file_id: str, chunks: int, dim: int | None = None) -> bool:
         """Called before the first vector of `file_id` is written. Returns whether a restart would
         know the vectors: the journal entry is durable, or plugin storage holds nothing of the KB
         (a restart lists the vector DB: how LucidRAG works on a host whose storage writes all
@@ -492,7 +495,7 @@ class KnowledgeBaseState:
         previous, record = self.files.state(file_id), self.files.unsaved_record(file_id)
         self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
-            if await store.write_journal(JournalEntry(file_id, chunks)):
+            if await store.write_journal(JournalEntry(file_id, chunks, dim)):
                 return True
         if self._storage_is_empty():
             self.unjournalled[file_id] = chunks
@@ -587,20 +590,58 @@ class KnowledgeBaseState:
             if self.has_vectors:
                 self.empty_mark_stored = False
 
-    async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool) -> None:
+    async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
-        next reconciliation deletes them."""
+        next reconciliation deletes them (`dim`: their dimension, for a KB that never had a vector)."""
         self.unjournalled.pop(file_id, None)
         if vectors_removed:
             self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
             await self._clear_journal(store, file_id)
         else:
             self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
+            if dim is not None:
+                self.first_writes[file_id] = dim
             # A restart must not take a complete set of vectors for a commit whose bookkeeping was
             # lost: the entry now says "nothing confirmed written" (best effort).
             for _ in range(COMMIT_SAVE_ATTEMPTS):
-                if await store.write_journal(JournalEntry(file_id, 0)):
+                if await store.write_journal(JournalEntry(file_id, 0, dim)):
                     break
+
+    async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
+        """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
+        unknown and not settled yet (ABORTED here, or journalled by a dead process), else None.
+        StorageReadFailed if its journal entry could not be read."""
+        if file_id in self.first_writes:
+            return self.first_writes[file_id]
+        if self.files.state(file_id) is not FileState.JOURNALLED:
+            return None
+        entry = await store.read_journal(file_id, strict=True)
+        return entry.dim if entry is not None else None
+
+    def first_write_remover(self, host: HostApi, store: KbStore, collection_id: str, file_id: str,
+                            dim: int | None = None) -> Callable[[], Awaitable[None]]:
+        """`delete_file`'s `delete_vectors` for a file of a KB that never had a vector: runs
+        `remove_first_write` (with `dim`, else `first_write_of`) if a write of the file with an
+        unknown outcome is still unsettled once the KB's lock is held. Under the lock, since its
+        upsert must not land after another hook removed the file (nothing would remove it then)."""
+        async def remove() -> None:
+            if self.files.state(file_id) not in (FileState.JOURNALLED, FileState.ABORTED):
+                return  # settled meanwhile
+            known = dim if dim is not None else await self.first_write_of(store, file_id)
+            if known is not None:
+                await self.remove_first_write(host, collection_id, file_id, known)
+        return remove
+
+    async def remove_first_write(self, host: HostApi, collection_id: str, file_id: str, dim: int) -> None:
+        """Delete every vector of `file_id` from a KB that never had a vector, after a write whose
+        outcome is unknown (its answer was lost, or the process died): the collection exists only
+        if LangBot got that far, and a delete from a missing one makes LangBot's Milvus adapter
+        create it with dimension 1536. So first one vector of the file's own dimension is upserted
+        for it (every adapter's upsert creates a missing collection with the vector's dimension,
+        and writes into an existing one), then the file's vectors are deleted by file id, that
+        one included. Raises if either call fails (nothing is then known to be removed)."""
+        await remove_first_write(host, collection_id, file_id, dim, self.first_write)
+        self.first_writes.pop(file_id, None)
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str,
@@ -720,8 +761,13 @@ class KnowledgeBaseState:
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
                 if self.fresh and not self.never_had_vectors:
                     continue  # the meta is unread: whether the collection exists is unknown yet
-                if not self.never_had_vectors:
-                    await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                if self.never_had_vectors:
+                    await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> DELETED
+                        host, store, collection_id, file_id, self.first_writes.get(file_id)))
+                    self.first_writes.pop(file_id, None)
+                    continue
+                await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                self.first_writes.pop(file_id, None)
                 await self.delete_file(store, file_id)  # ABORTED -> DELETED
                 continue
             entry = await store.read_journal(file_id)
@@ -729,10 +775,22 @@ class KnowledgeBaseState:
                 self.files.move(file_id, None)
                 continue
             if self.has_vectors is False:
-                # The KB never got its first vector (the mark is cleared right after the first
-                # upsert): touching the vector DB now could make Milvus create a wrong collection.
-                self.files.move(file_id, None)
-                await self._clear_journal(store, file_id)
+                # The stored mark says the KB never got its first vector (it is cleared right after
+                # the first upsert; a file that COMPLETED while it could not be cleared has its
+                # record, since a commit there needs one). A file with a record committed and only
+                # its entry was left: as it is. Any other is no answer: whatever its write (of a
+                # dead process, or a failed one) left goes, without letting Milvus create a wrong
+                # collection; an entry older than `dim` has nothing to re-create it with.
+                if self.stored_ids is None:
+                    continue  # which files have a record is not known yet
+                if file_id in self.stored_ids or entry.dim is None:
+                    self.files.move(file_id, None)
+                    await self._clear_journal(store, file_id)
+                    continue
+                if entry.chunks and not await store.write_journal(JournalEntry(file_id, 0, entry.dim)):
+                    continue  # a restart must never adopt the probe `remove_first_write` writes
+                await self.delete_file(store, file_id, self.first_write_remover(  # JOURNALLED -> DELETED
+                    host, store, collection_id, file_id, entry.dim))
                 continue
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
@@ -752,8 +810,9 @@ class KnowledgeBaseState:
                         self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
                         await self._clear_journal(store, file_id)
-                    else:
+                    elif saved:
                         self.undeleted_journals.add(file_id)  # the entry goes with the next flush
+                    # else the entry is all that names the file: `flush` clears it with the record
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
             else:
@@ -894,6 +953,19 @@ class KnowledgeBaseState:
                 if await store.delete_index_segment(name):
                     self.pending_drops.discard(name)
             return True
+
+
+async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
+                             first_write: asyncio.Lock | None = None) -> None:
+    """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
+    probe = [0.0] * dim
+    probe[0] = 1.0
+    chunk_id = chunk_uuid(file_id, 0)
+    async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
+        await with_retries(lambda: host.vector_upsert(
+            collection_id=collection_id, vectors=[probe], ids=[chunk_id],
+            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""]))
+    await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))
 
 
 def _decode_records(kb_id: str, blobs: list[tuple[str, bytes | None]]) -> list[FileRecord]:

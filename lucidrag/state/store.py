@@ -69,10 +69,13 @@ class KbMeta:
 
 @dataclass(frozen=True)
 class JournalEntry:
-    """An ingest that was about to write vectors. `chunks` is how many it was going to write."""
+    """An ingest that was about to write vectors. `chunks` is how many it was going to write,
+    `dim` their dimension (None in entries written before it was kept): what removing them from a
+    KB that never had a vector re-creates the collection with (`KnowledgeBaseState.remove_first_write`)."""
 
     file_id: str
     chunks: int
+    dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -362,15 +365,22 @@ class KbStore:
 
     # ---------------------------------------------------------------- ingest journal
     async def write_journal(self, entry: JournalEntry) -> bool:
-        payload = {"chunks": entry.chunks, "since": time.time()}
+        payload: dict[str, float | int] = {"chunks": entry.chunks, "since": time.time()}
+        if entry.dim is not None:
+            payload["dim"] = entry.dim
         return await put_value(self.host, journal_key(self.kb_id, entry.file_id), json.dumps(payload).encode(),
                           f"the ingest journal of file {entry.file_id} in kb {self.kb_id}")
 
-    async def read_journal(self, file_id: str) -> JournalEntry | None:
-        raw = await get_value(self.host, journal_key(self.kb_id, file_id))
+    async def read_journal(self, file_id: str, strict: bool = False) -> JournalEntry | None:
+        """None when the entry is missing or (unless `strict`: StorageReadFailed) storage failed."""
+        key = journal_key(self.kb_id, file_id)
+        raw = await (read_value if strict else get_value)(self.host, key)
         try:
             data = json.loads(raw) if raw else None
-            return JournalEntry(file_id, int(data["chunks"])) if isinstance(data, dict) else None
+            if not isinstance(data, dict):
+                return None
+            dim = data.get("dim")
+            return JournalEntry(file_id, int(data["chunks"]), dim if type(dim) is int and dim > 0 else None)
         except (ValueError, KeyError, TypeError):
             return JournalEntry(file_id, 0)  # unreadable: treat as "nothing confirmed written"
 

@@ -18,6 +18,9 @@ LangBot's side is modelled in `Book`: what each hook returned decides what the o
 - `wrong-collection`: the KB's collection got a dimension the embedding model does not have
   (Milvus creates a touched collection with 1536);
 - `failed-healthy`: a good file's ingest FAILED while the host had no faults.
+Faults per step: plugin-storage and vector calls refused, vector calls whose answer is lost after
+the host did them (`lost`), kill -9 after a number of host calls (the call that kills may or may
+not have reached the host), restarts.
 The settle: healthy host, a restart (a new process over the same host), the deletes that returned
 False done again (the operator retries them), a few retrieves.
 """
@@ -25,6 +28,7 @@ False done again (the operator retries them), a few retrieves.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import random
 import time
@@ -70,12 +74,13 @@ class Step:
     ops: list[Op]
     storage: float = 0.0  # failure rate of plugin-storage calls during the step
     vectors: float = 0.0  # failure rate of vector calls during the step
+    lost: float = 0.0  # rate of vector calls the host does but whose answer is lost
     kill_after: int | None = None  # kill -9 after this many host calls of the step
     restart: bool = False  # a new plugin process after the step
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in (("storage", self.storage), ("vectors", self.vectors),
-                        ("kill_after", self.kill_after), ("restart", self.restart)) if v)
+                        ("lost", self.lost), ("kill_after", self.kill_after), ("restart", self.restart)) if v)
         return f"Step({self.ops!r}{extra})"
 
 
@@ -138,6 +143,8 @@ def expected_chunks(n: int, kind: str) -> int:
 # ---------------------------------------------------------------------- generation
 def generate(seed: int) -> History:
     rng = random.Random(seed)
+    # drawn apart, so that each seed's other steps stay what they were before lost answers
+    lost_rng = random.Random(f"lost-{seed}")
     steps: list[Step] = []
     ingested: list[int] = []
     next_doc = 0
@@ -161,6 +168,8 @@ def generate(seed: int) -> History:
             step.storage = rng.choice((0.3, 0.5, 1.0))
         if rng.random() < 0.15:
             step.vectors = rng.choice((0.2, 0.5))
+        if lost_rng.random() < 0.15:
+            step.lost = lost_rng.choice((0.2, 0.5))
         if rng.random() < 0.12:
             step.kill_after = rng.randint(1, 40)
         elif rng.random() < 0.1:
@@ -235,9 +244,9 @@ class Runner:
             await self._settle()
 
     async def _step(self, number: int, step: Step) -> None:
-        self.faults.storage, self.faults.vectors = step.storage, step.vectors
+        self.faults.storage, self.faults.vectors, self.faults.lost = step.storage, step.vectors, step.lost
         self.process.kill_after = step.kill_after
-        healthy = not step.storage and not step.vectors
+        healthy = not step.storage and not step.vectors and not step.lost
         ops = [op for op in step.ops if self._allowed(op)]
         for op in ops:
             if op[0] == "ingest":
@@ -254,7 +263,7 @@ class Runner:
             elif isinstance(result, BaseException):
                 raise result
         self._check_collection(f"step {number}")
-        self.faults.storage = self.faults.vectors = 0.0
+        self.faults.storage = self.faults.vectors = self.faults.lost = 0.0
         if self.process.dead or step.restart:
             self.process.kill()
             self.process = self._new_process()
@@ -333,7 +342,7 @@ class Runner:
             raise HistoryFailed(Violation("wrong-collection", f"{where}: the collection has dimension {dim}"))
 
     async def _settle(self) -> None:
-        self.faults.storage = self.faults.vectors = 0.0
+        self.faults.storage = self.faults.vectors = self.faults.lost = 0.0
         self.process.kill()
         self.process = self._new_process()
         for n, doc in sorted(self.book.docs.items()):
@@ -423,8 +432,7 @@ def shrink(history: History, violation: Violation, budget_s: float = 120.0) -> H
             for j in range(len(step.ops) - 1, -1, -1):
                 if len(step.ops) == 1:
                     break
-                smaller = Step(step.ops[:j] + step.ops[j + 1:], step.storage, step.vectors, step.kill_after,
-                               step.restart)
+                smaller = dataclasses.replace(step, ops=step.ops[:j] + step.ops[j + 1:])
                 candidate = History(current.seed, current.backend,
                                     current.steps[:i] + [smaller] + current.steps[i + 1:])
                 if fails(candidate):

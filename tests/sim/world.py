@@ -6,7 +6,8 @@ own. Every host call of a process goes through `_host`, which
 - waits a seeded jitter of 0-8 event-loop turns (virtual time), so that concurrent hooks interleave
   differently per seed but reproducibly;
 - fails plugin-storage reads, writes, deletes and key listings, and vector calls, on the seeded
-  fault schedule of the moment (`Faults`);
+  fault schedule of the moment (`Faults`), and loses the answer of vector calls the host did (the
+  SDK's call timeout running out after LangBot finished: the plugin gets ActionCallTimeoutError);
 - models kill -9: once the process is killed, none of its host calls ever returns to it (they
   raise `Killed`, a BaseException the plugin cannot catch by accident); the call that kills it
   may or may not have reached the host (a seeded coin).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lucidrag.engine import Engine
-from tests.fakes import FakeHost, HostError, hash_embed
+from tests.fakes import ActionCallTimeoutError, FakeHost, HostError, hash_embed
 
 SIM_DIM = 256  # != Milvus' default 1536: a collection created by touching it refuses our vectors
 MAX_JITTER_TURNS = 8
@@ -57,13 +58,16 @@ class Faults:
         self.rng = rng
         self.storage = 0.0
         self.vectors = 0.0
+        self.lost = 0.0  # vector calls the host does, whose answer never comes back
 
-    def check(self, method: str) -> None:
+    def check(self, method: str) -> bool:
+        """Raises for a call the host refuses; True for one whose answer is to be lost after it."""
         rate = self.storage if method in STORAGE_METHODS else self.vectors if method in VECTOR_METHODS else 0.0
         if rate and self.rng.random() < rate:
             # storage errors are not transient; vector errors sometimes are (then retried)
             transient = method in VECTOR_METHODS and self.rng.random() < 0.5
             raise HostError(f"{method}: {'503 Unknown error' if transient else 'simulated failure'}")
+        return bool(method in VECTOR_METHODS and self.lost and self.rng.random() < self.lost)
 
 
 class PluginProcess:
@@ -99,10 +103,12 @@ class PluginProcess:
                     with contextlib.suppress(Exception):
                         await call(*args, **kwargs)
                 raise Killed()
-        self.faults.check(method)
+        answer_lost = self.faults.check(method)
         result = await call(*args, **kwargs)
         if self.dead:
             raise Killed()
+        if answer_lost:
+            raise ActionCallTimeoutError(f"{method}: the action call timed out")
         return result
 
     # ---------------------------------------------------------------- the SDK's host API

@@ -91,6 +91,11 @@ TESTS = {
                                        "tests/test_what_the_bot_is_told.py", "tests/test_retrieval_units.py"],
     "lucidrag/index/terms.py": ["tests/test_keyword.py", "tests/test_terms.py", "tests/test_segindex.py",
                                 "tests/test_retrieval_units.py"],
+    "lucidrag/state/records.py": STATE_TESTS + ["tests/test_retrieve_passages.py", "tests/test_unsaved_records.py",
+                                                "tests/test_storage_leaks.py", "tests/test_restart_load.py",
+                                                "tests/test_records.py"],
+    "lucidrag/state/kbdelete.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_hook_budgets.py",
+                                   "tests/test_ingest_paths.py", "tests/test_scale_state.py", "tests/test_kbdelete.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

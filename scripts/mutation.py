@@ -96,6 +96,9 @@ TESTS = {
                                                 "tests/test_records.py"],
     "lucidrag/state/kbdelete.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_hook_budgets.py",
                                    "tests/test_ingest_paths.py", "tests/test_scale_state.py", "tests/test_kbdelete.py"],
+    "lucidrag/state/storage_keys.py": STATE_TESTS + ["tests/test_storage_leaks.py", "tests/test_restart_load.py",
+                                                     "tests/test_lifecycle.py", "tests/test_backends.py",
+                                                     "tests/test_storage_keys.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -99,6 +99,8 @@ TESTS = {
     "lucidrag/state/storage_keys.py": STATE_TESTS + ["tests/test_storage_leaks.py", "tests/test_restart_load.py",
                                                      "tests/test_lifecycle.py", "tests/test_backends.py",
                                                      "tests/test_storage_keys.py"],
+    "lucidrag/state/failures.py": ["tests/test_console.py", "tests/test_faults.py", "tests/test_engine.py",
+                                   "tests/test_ingest_paths.py", "tests/test_failures.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -101,6 +101,8 @@ TESTS = {
                                                      "tests/test_storage_keys.py"],
     "lucidrag/state/failures.py": ["tests/test_console.py", "tests/test_faults.py", "tests/test_engine.py",
                                    "tests/test_ingest_paths.py", "tests/test_failures.py"],
+    "lucidrag/state/recordcache.py": STATE_TESTS + ["tests/test_runtime.py", "tests/test_unsaved_records.py",
+                                                    "tests/test_recordcache.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -103,6 +103,8 @@ TESTS = {
                                    "tests/test_ingest_paths.py", "tests/test_failures.py"],
     "lucidrag/state/recordcache.py": STATE_TESTS + ["tests/test_runtime.py", "tests/test_unsaved_records.py",
                                                     "tests/test_recordcache.py"],
+    "lucidrag/retrieval/filters.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_keyword.py",
+                                      "tests/test_records.py", "tests/test_state_runtime.py", "tests/test_filters.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -105,6 +105,8 @@ TESTS = {
                                                     "tests/test_recordcache.py"],
     "lucidrag/retrieval/filters.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_keyword.py",
                                       "tests/test_records.py", "tests/test_state_runtime.py", "tests/test_filters.py"],
+    "lucidrag/retrieval/localfilter.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_records.py",
+                                          "tests/test_state_runtime.py", "tests/test_filters.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -107,6 +107,11 @@ TESTS = {
                                       "tests/test_records.py", "tests/test_state_runtime.py", "tests/test_filters.py"],
     "lucidrag/retrieval/localfilter.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_records.py",
                                           "tests/test_state_runtime.py", "tests/test_filters.py"],
+    "lucidrag/vectors/scoring.py": ["tests/test_backends.py", "tests/test_ingest_paths.py", "tests/test_retrieval_units.py",
+                                    "tests/test_engine.py", "tests/test_ranking_fields.py", "tests/test_scoring.py"],
+    "lucidrag/vectors/vectorscan.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_state_lifecycle.py",
+                                       "tests/test_state_runtime.py", "tests/test_console.py", "tests/test_records.py",
+                                       "tests/test_vectorscan.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

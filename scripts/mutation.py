@@ -112,6 +112,10 @@ TESTS = {
     "lucidrag/vectors/vectorscan.py": ["tests/test_backends.py", "tests/test_engine.py", "tests/test_state_lifecycle.py",
                                        "tests/test_state_runtime.py", "tests/test_console.py", "tests/test_records.py",
                                        "tests/test_vectorscan.py"],
+    "lucidrag/state/snapshotload.py": ["tests/test_restart_load.py", "tests/test_state_runtime.py",
+                                       "tests/test_state_lifecycle.py", "tests/test_scale_state.py",
+                                       "tests/test_storage_leaks.py", "tests/test_lifecycle.py",
+                                       "tests/test_snapshotload.py"],
 }
 
 # Tests that check the repository or the built package, not behaviour: they cannot kill a

@@ -115,3 +115,16 @@ async def test_an_upload_returns_its_result_when_plugin_storage_hangs(harness: H
     host.hang("set_plugin_storage", when=lambda key, **_: "/failed/" in key)
     result = await asyncio.wait_for(harness.ingest(KB, "a.txt", b"Some words."), 10)
     assert result.status.value == "failed" and "disk full" in result.error_message
+
+
+async def test_a_failed_upload_is_listed_once_as_failed_not_also_as_interrupted():
+    """Bug: an upload the vector DB refused keeps its journal entry until the next hook reconciles
+    it; the console listed it a second time as "interrupted" (and counted it so), which LangBot
+    does not show."""
+    host, page, (failed,) = await console_with_failures([("notes.txt", b"Some words.")])
+    assert any(f"/journal/{failed}" in key for key in host.storage)  # reconciled by a later hook
+    detail = await api(page, "/kb", kb_id=KB)
+    assert [(r["file_id"], r["status"]) for r in detail["files"]] == [(failed, "failed")]
+    assert detail["health"]["failed_files"] == 1 and detail["health"]["interrupted_files"] == []
+    (row,) = (await api(page, "/overview"))["knowledge_bases"]
+    assert (row["failed"], row["interrupted"]) == (1, 0)

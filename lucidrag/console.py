@@ -161,7 +161,7 @@ class Console:
                 "description": ref.description,
                 "files": len(record_file_ids(keys, ref.kb_id)),
                 "failed": len(failure_file_ids(keys, ref.kb_id)),
-                "interrupted": len([f for f in journal_file_ids(keys, ref.kb_id) if f not in ingesting]),
+                "interrupted": len(_interrupted(keys, ref.kb_id, ingesting)),
                 "invalid_settings": [p.name for p in creation_problems(settings)] if settings is not None else [],
             })
         return {"knowledge_bases": out}
@@ -171,7 +171,7 @@ class Console:
         keys = await self._storage_keys()
         state = await self._state(ref.kb_id)
         failures = await list_failures(self.host, ref.kb_id, keys)
-        interrupted = [f for f in journal_file_ids(keys, ref.kb_id) if f not in state.in_flight]
+        interrupted = _interrupted(keys, ref.kb_id, state.in_flight)
         known = state.known_files()
         listed = sorted(known)[:MAX_LISTED_FILES]
         records = await state.file_records(self.host, ref.kb_id, listed)
@@ -351,6 +351,14 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         row["advice"] = "Click 'Retry saving records'. Until then a plugin restart rebuilds it from the vector DB."
         row["advice_key"] = "unsaved"
     return row
+
+
+def _interrupted(keys: list[str], kb_id: str, ingesting: set[str]) -> list[str]:
+    """Files whose ingest stopped while writing (LangBot shows them as interrupted): a journal entry
+    and neither an ingest under way nor a failure record (a failed upload's entry waits for the
+    next hook's reconciliation, and LangBot shows that file as failed)."""
+    failed = set(failure_file_ids(keys, kb_id))
+    return [f for f in journal_file_ids(keys, kb_id) if f not in ingesting and f not in failed]
 
 
 def _interrupted_row(file_id: str) -> dict[str, Any]:

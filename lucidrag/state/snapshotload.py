@@ -56,7 +56,6 @@ class SnapshotLoad:
         self._progress = asyncio.Event()
         self._decoding: asyncio.Future[SegmentIndex] | None = None
         self.error: str | None = None
-        self.bytes_read = 0
 
     @property
     def read_all(self) -> bool:
@@ -141,7 +140,6 @@ class SnapshotLoad:
         if value is None:
             self.error = f"{key} is missing"
             return
-        self.bytes_read += len(value)
         if key not in self._segment_key:
             self._values[key] = value
             return

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from lucidrag.state.snapshotload import READ_ATTEMPTS
+from lucidrag.state.snapshotload import READ_ATTEMPTS, READS_IN_FLIGHT
 from lucidrag.state.storage_keys import index_segment_key, kb_prefix
 from tests.conftest import Harness
 from tests.test_scale_state import KB, ingest_manuals, state_of
@@ -81,3 +81,24 @@ async def test_a_missing_or_unreadable_segment_costs_a_reindex_not_an_answer(har
         host.storage[segment] = b"?"
     assert await answered(back)
     assert not snapshot_used(back, segment) and all(k.startswith(kb_prefix(KB)) for k in back.host.reads)
+
+
+async def test_failed_reads_on_every_reader_at_once_do_not_stop_the_load(harness: Harness, host):
+    """Each of the READS_IN_FLIGHT readers has a read fail once (storage hiccups on the first reads
+    after a restart): they read on, so the query that started the load still finds the snapshot
+    complete. A reader that stopped at its failure left the keys to no one in this query."""
+    back, _ = await restarted_with_a_segment(harness, host)
+    segments = sorted(k for k in host.storage if k.startswith(index_segment_key(KB, "")))
+    assert len(segments) >= READS_IN_FLIGHT
+    failed: set[str] = set()
+
+    def first_read_of_each_fails(key: str = "", **_: object) -> bool:
+        if key not in segments or key in failed or len(failed) >= READS_IN_FLIGHT:
+            return False
+        failed.add(key)
+        return True
+    back.host.fail("get_plugin_storage", when=first_read_of_each_fails)
+    assert await answered(back)
+    assert len(failed) == READS_IN_FLIGHT
+    state = state_of(back)
+    assert state.loaded and {k.rsplit("/", 1)[-1] for k in segments if "#" not in k} <= set(state.live_segments)

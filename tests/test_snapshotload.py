@@ -12,6 +12,7 @@ import asyncio
 
 import pytest
 
+from lucidrag.base.budget import HOOK_TIMEOUT_S
 from lucidrag.state.snapshotload import READ_ATTEMPTS, READS_IN_FLIGHT
 from lucidrag.state.storage_keys import index_segment_key, kb_prefix
 from tests.conftest import Harness
@@ -102,3 +103,13 @@ async def test_failed_reads_on_every_reader_at_once_do_not_stop_the_load(harness
     assert len(failed) == READS_IN_FLIGHT
     state = state_of(back)
     assert state.loaded and {k.rsplit("/", 1)[-1] for k in segments if "#" not in k} <= set(state.live_segments)
+
+
+async def test_a_query_with_under_a_second_left_still_reads_the_index(harness: Harness, host, monkeypatch):
+    """A query whose hook has under a second left (0.8 s: a 1 s timeout less the plugin's reserve)
+    still reads the snapshot, which takes a few milliseconds here: readers stop when the hook's time
+    is up, not a second before it."""
+    back, segment = await restarted_with_a_segment(harness, host)
+    monkeypatch.setitem(HOOK_TIMEOUT_S, "retrieve", 1.0)
+    assert await answered(back)
+    assert snapshot_used(back, segment)

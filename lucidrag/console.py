@@ -155,13 +155,14 @@ class Console:
             live = kbs.get(ref.kb_id)
             ingesting = live.in_flight if live is not None else set()
             settings = await load_creation_settings(self.host, ref.kb_id)
+            failed = failure_file_ids(keys, ref.kb_id)
             out.append({
                 "kb_id": ref.kb_id,
                 "name": ref.name or ref.kb_id,
                 "description": ref.description,
                 "files": len(record_file_ids(keys, ref.kb_id)),
-                "failed": len(failure_file_ids(keys, ref.kb_id)),
-                "interrupted": len(_interrupted(keys, ref.kb_id, ingesting)),
+                "failed": len(failed),
+                "interrupted": len(_interrupted(keys, ref.kb_id, ingesting, failed)),
                 "invalid_settings": [p.name for p in creation_problems(settings)] if settings is not None else [],
             })
         return {"knowledge_bases": out}
@@ -171,7 +172,7 @@ class Console:
         keys = await self._storage_keys()
         state = await self._state(ref.kb_id)
         failures = await list_failures(self.host, ref.kb_id, keys)
-        interrupted = _interrupted(keys, ref.kb_id, state.in_flight)
+        interrupted = _interrupted(keys, ref.kb_id, state.in_flight, failure_file_ids(keys, ref.kb_id))
         known = state.known_files()
         listed = sorted(known)[:MAX_LISTED_FILES]
         records = await state.file_records(self.host, ref.kb_id, listed)
@@ -353,12 +354,12 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
     return row
 
 
-def _interrupted(keys: list[str], kb_id: str, ingesting: set[str]) -> list[str]:
+def _interrupted(keys: list[str], kb_id: str, ingesting: set[str], failed: list[str]) -> list[str]:
     """Files whose ingest stopped while writing (LangBot shows them as interrupted): a journal entry
-    and neither an ingest under way nor a failure record (a failed upload's entry waits for the
-    next hook's reconciliation, and LangBot shows that file as failed)."""
-    failed = set(failure_file_ids(keys, kb_id))
-    return [f for f in journal_file_ids(keys, kb_id) if f not in ingesting and f not in failed]
+    and neither an ingest under way nor a failure record (`failed`: a failed upload's entry waits
+    for the next hook's reconciliation, and LangBot shows that file as failed)."""
+    not_interrupted = ingesting | set(failed)
+    return [f for f in journal_file_ids(keys, kb_id) if f not in not_interrupted]
 
 
 def _interrupted_row(file_id: str) -> dict[str, Any]:

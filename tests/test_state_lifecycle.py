@@ -191,6 +191,19 @@ def answers_back(host: FakePlugin, method: str = "vector_upsert") -> None:
     host.__dict__.pop(method, None)
 
 
+async def a_failed_first_upload(host: FakePlugin, restart: bool, written: bool = True) -> tuple[Harness, str]:
+    """A new KB whose first upload FAILED because the upsert's answer was lost (after LangBot wrote
+    it, or before it got there); answers come back, then the process restarts or goes on. Returns
+    the process to settle it in and the failed file's id."""
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    answers_lost(host, written=written)
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert failed.status == DocumentStatus.FAILED
+    answers_back(host)
+    return (restarted(host) if restart else harness), failed.document_id
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 @pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
 async def test_a_new_kbs_first_upsert_that_wrote_but_lost_its_answer_leaves_no_vector(backend: str, restart: bool):
@@ -198,16 +211,10 @@ async def test_a_new_kbs_first_upsert_that_wrote_but_lost_its_answer_leaves_no_v
     lost, the file FAILED. Once things settle, none of its vectors may stay (nothing answers them,
     nothing else would ever remove them), and Milvus' collection keeps the model's dimension."""
     host = BACKENDS[backend]()
-    harness = Harness(host)
-    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
-    answers_lost(host)
-    failed = await harness.ingest(KB, "solar.txt", SOLAR)
-    assert failed.status == DocumentStatus.FAILED
-    answers_back(host)
-    settled = restarted(host) if restart else harness
+    settled, failed_id = await a_failed_first_upload(host, restart)
     for _ in range(2):
         await settled.retrieve(KB, "anything")
-    assert host.vectors_of(KB, failed.document_id) == [], "the failed file's vectors leaked"
+    assert host.vectors_of(KB, failed_id) == [], "the failed file's vectors leaked"
     assert not [k for k in host.storage if "/journal/" in k]
     assert host.dims.get(KB) in (None, DIM)
     tea = await settled.ingest(KB, "tea.txt", TEA)
@@ -221,15 +228,9 @@ async def test_deleting_such_a_failed_file_at_once_removes_its_vectors(restart: 
     """The operator deletes the FAILED file before anything settled it (the vector DB kept
     losing answers during the ingest, so nothing could be removed then)."""
     host = FakePlugin.milvus()
-    harness = Harness(host)
-    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
-    answers_lost(host)
-    failed = await harness.ingest(KB, "solar.txt", SOLAR)
-    assert failed.status == DocumentStatus.FAILED
-    answers_back(host)
-    settled = restarted(host) if restart else harness
-    assert await settled.component.delete_document(KB, failed.document_id) is True
-    assert host.vectors_of(KB, failed.document_id) == [], "the deleted file's vectors leaked"
+    settled, failed_id = await a_failed_first_upload(host, restart)
+    assert await settled.component.delete_document(KB, failed_id) is True
+    assert host.vectors_of(KB, failed_id) == [], "the deleted file's vectors leaked"
     assert host.dims.get(KB) in (None, DIM)
     assert not [k for k in host.storage if "/journal/" in k]
 
@@ -238,13 +239,7 @@ async def test_deleting_such_a_failed_file_at_once_removes_its_vectors(restart: 
 async def test_deleting_the_kb_of_such_a_failed_file_at_once_removes_its_vectors(restart: bool):
     """LangBot leaves a deleted KB's vectors to the engine (HOST_CONTRACT.md)."""
     host = FakePlugin.milvus()
-    harness = Harness(host)
-    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
-    answers_lost(host)
-    failed = await harness.ingest(KB, "solar.txt", SOLAR)
-    assert failed.status == DocumentStatus.FAILED
-    answers_back(host)
-    settled = restarted(host) if restart else harness
+    settled, _ = await a_failed_first_upload(host, restart)
     await settled.component.on_knowledge_base_delete(KB)
     assert host.vectors_of(KB) == [], "the deleted KB's vectors leaked"
     assert host.dims.get(KB) in (None, DIM) and not host.storage
@@ -298,13 +293,7 @@ async def test_a_new_milvus_kbs_first_upsert_that_never_reached_the_host_creates
     exists. Removing the file must not make Milvus create one with its default dimension (1536),
     which would refuse every vector of the real model."""
     host = FakePlugin.milvus()
-    harness = Harness(host)
-    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
-    answers_lost(host, written=False)
-    failed = await harness.ingest(KB, "solar.txt", SOLAR)
-    assert failed.status == DocumentStatus.FAILED
-    answers_back(host)
-    settled = restarted(host) if restart else harness
+    settled, _ = await a_failed_first_upload(host, restart, written=False)
     for _ in range(2):
         await settled.retrieve(KB, "anything")
     assert host.dims.get(KB) in (None, DIM), "a collection with Milvus' default dimension was created"

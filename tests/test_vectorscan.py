@@ -16,6 +16,7 @@ from lucidrag.state.records import chunk_uuid
 from lucidrag.vectors import vectorscan
 from lucidrag.vectors.vectorscan import FileDiscovery, file_vectors
 from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import restarted
 
 KB = "kb-scan"
 PAGE, WINDOW = 4, 12
@@ -61,6 +62,32 @@ async def test_a_file_past_the_listing_window_is_read_by_id_after_it():
         ({"uuid": {"$in": [c for c in ids if c in by_id][n : n + PAGE]}}, PAGE, 0) for n in range(0, len(by_id), PAGE)]
     # without the chunk ids, what the window holds
     assert len(await harness.invoke(file_vectors, host, KB, file_id)) == WINDOW
+
+
+async def test_a_file_past_the_window_whose_chunk_count_is_unknown_is_read_whole_by_its_ids():
+    host = FakePlugin.milvus(list_window=WINDOW)
+    harness = Harness(host)
+    file_id = await ingest(harness, "big.txt", 30)
+    calls = record_listings(host)
+    items = await harness.invoke(lambda: file_vectors(host, KB, file_id, chunk_id_at=lambda i: chunk_uuid(file_id, i)))
+    assert sorted(str(i["id"]) for i in items) == sorted(chunk_uuid(file_id, i) for i in range(30))
+    by_id = [c for c in calls if "uuid" in (c[0] or {})]
+    # the ids after the window, then one page of ids past the file's last chunk, and no more
+    assert len(by_id) <= (30 - WINDOW) // PAGE + 2
+    assert by_id[-1][0]["uuid"]["$in"] == [chunk_uuid(file_id, i) for i in range(32, 36)]
+
+
+async def test_rebuilding_a_file_past_the_window_from_the_vector_db_keeps_every_chunk():
+    host = FakePlugin.milvus(list_window=WINDOW)
+    harness = Harness(host)
+    await ingest(harness, "big.txt", 30)
+    last_words = "widget W29 weighs"
+    assert await harness.texts(KB, last_words, settings={"search_mode": "keyword"})
+    state = harness.host.engine.installation("dedicated").kb(KB)
+    assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
+    assert any("W29" in t for t in await harness.texts(KB, last_words, settings={"search_mode": "keyword"}))
+    back = restarted(host)
+    assert any("W29" in t for t in await back.texts(KB, last_words, settings={"search_mode": "keyword"}))
 
 
 async def test_every_file_of_a_collection_is_found_one_listing_page_per_step_past_the_window():

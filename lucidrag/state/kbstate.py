@@ -234,7 +234,8 @@ class KnowledgeBaseState:
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
         try:
-            items = await with_retries(lambda: file_vectors(host, collection_id, file_id))
+            items = await with_retries(lambda: file_vectors(
+                host, collection_id, file_id, chunk_id_at=lambda i: chunk_uuid(file_id, i)))
         except Exception as error:  # noqa: BLE001 - a result of this file is dropped, not the query
             logger.warning("kb=%s doc=%s: its record could not be read back from the vector DB (%s)",
                            self.kb_id, file_id, describe(error))

@@ -6,7 +6,7 @@ seen yet (`file_id $nin`). All functions may raise the host's errors; callers de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lucidrag.base.host import HostApi
@@ -15,11 +15,13 @@ LIST_PAGE = 500
 LIST_WINDOW = 16384  # Milvus refuses a query with offset + limit beyond this
 
 
-async def file_vectors(host: HostApi, collection_id: str, file_id: str,
-                       chunk_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+async def file_vectors(host: HostApi, collection_id: str, file_id: str, chunk_ids: Sequence[str] = (),
+                       chunk_id_at: Callable[[int], str] | None = None) -> list[dict[str, Any]]:
     """Every stored item of one file. Offset pages reach LIST_WINDOW items at most (Milvus' query
-    window); a file with more is read on by id: those of `chunk_ids` (the file's deterministic
-    chunk ids, when known) not listed yet, LIST_PAGE ids per call (`uuid $in`)."""
+    window); a file with more is read on by id, LIST_PAGE ids per call (`uuid $in`): those of
+    `chunk_ids` (the file's chunk ids, when its chunk count is known) not listed yet, else the ids
+    `chunk_id_at(0)`, `chunk_id_at(1)`, ... (the file's deterministic ids) until a page of ids not
+    listed yet finds none."""
     out: list[dict[str, Any]] = []
     offset = 0
     while True:
@@ -32,12 +34,31 @@ async def file_vectors(host: HostApi, collection_id: str, file_id: str,
             return out
         offset += len(batch)
     seen = {str(item.get("id")) for item in out}
+    if not chunk_ids and chunk_id_at is not None:
+        return out + await _read_on_by_index(host, collection_id, chunk_id_at, seen)
     rest = [c for c in chunk_ids if c not in seen]
     for start in range(0, len(rest), LIST_PAGE):
         ids = rest[start : start + LIST_PAGE]
         page = await host.vector_list(collection_id, filters={"uuid": {"$in": ids}}, limit=LIST_PAGE, offset=0)
         out.extend(i for i in (page or {}).get("items") or [] if str(i.get("id")) not in seen)
     return out
+
+
+async def _read_on_by_index(host: HostApi, collection_id: str, chunk_id_at: Callable[[int], str],
+                            seen: set[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    start = 0
+    while True:
+        ids = [c for c in map(chunk_id_at, range(start, start + LIST_PAGE)) if c not in seen]
+        start += LIST_PAGE
+        if not ids:
+            continue  # every id of this page was listed already
+        page = await host.vector_list(collection_id, filters={"uuid": {"$in": ids}}, limit=LIST_PAGE, offset=0)
+        found = [i for i in (page or {}).get("items") or [] if str(i.get("id")) not in seen]
+        out.extend(found)
+        seen.update(str(i.get("id")) for i in found)
+        if not found and len(ids) == LIST_PAGE:
+            return out  # a whole page of ids past the file's last chunk
 
 
 def file_ids_of(items) -> set[str]:

@@ -7,18 +7,20 @@ A "restart" is a new Harness (new plugin object, new Engine) over the same vecto
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag.state.storage_keys import index_manifest_key
+from lucidrag.state.storage_keys import index_manifest_key, index_segment_key
 from tests.conftest import FakePlugin, Harness
 import lucidrag.ingestion.ingest as ingest_module
 import lucidrag.state.kbstate as kbstate
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.records import FileRecord
 from lucidrag.state.storage_keys import file_record_key
+from lucidrag.state.store import KbStore, list_keys
 
 KB = "kb-runtime-1"
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
@@ -281,3 +283,25 @@ async def test_a_kb_whose_records_are_all_in_memory_is_not_rebuilt_from_the_vect
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar array")
     assert host.calls["vector_list"] == 0
+
+
+@pytest.mark.usefixtures("persist_every_segment")
+async def test_a_segment_written_before_its_manifest_is_never_deleted_as_an_orphan(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")  # the load's listing fails: which keys exist is unknown
+    await back.retrieve(KB, "tea")
+    back.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("kw/manifest"))
+    await back.ingest(KB, "solar.txt", SOLAR)  # its segment is stored, the manifest naming it is not
+    back.host.faults.clear()
+    state = back.host.engine.installation("dedicated").kb(KB)
+
+    async def listing_then_flush() -> None:  # a later hook learns the keys, then retries the writes
+        state.seed(await list_keys(back.host))
+        await state.flush(KbStore(back.host, KB), math.inf)
+
+    await back.invoke(listing_then_flush)
+    named = SegmentIndex.manifest_segment_names(host.storage[index_manifest_key(KB)])
+    assert [n for n in named if index_segment_key(KB, n) not in host.storage] == [], \
+        "the stored manifest names a segment that was deleted"
+    assert await restarted(host).texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})

@@ -273,8 +273,8 @@ class KnowledgeBaseState:
             for file_id in snapshot.journal_ids(self.kb_id):
                 if file_id not in self.files:  # this process knows better about its own files
                     self.files.move(file_id, FileState.JOURNALLED)
-            # segments the live manifest names are not orphans, whenever the listing comes
-            self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self.live_segments
+            # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
+            self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self._named_segments()
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
             if self.meta_stored is None:
                 self.meta_stored = snapshot.has_meta(self.kb_id)
@@ -707,7 +707,7 @@ class KnowledgeBaseState:
                 self.undeleted_journals.discard(file_id)
         if (self.index_dirty or self.pending_drops) and time.monotonic() < deadline:
             await self._persist_index(store)
-        for name in sorted(self.orphan_segments - set(self.pending_segments)):
+        for name in sorted(self.orphan_segments - self._named_segments()):
             # Only once the live manifest is known: a manifest that could not be read must not
             # turn its segments into "orphans".
             if time.monotonic() >= deadline or not self.manifest_known:
@@ -721,6 +721,14 @@ class KnowledgeBaseState:
                 continue
             if await store.delete_stray_part(part):
                 self.stray_parts.discard(part)
+
+    def _named_segments(self) -> set[str]:
+        """Index segments that the stored manifest, or the one this process is about to write,
+        names, and those written before it: never orphans."""
+        named = self.live_segments | set(self.pending_segments)
+        if self.pending_manifest is not None:
+            named |= set(SegmentIndex.manifest_segment_names(self.pending_manifest))
+        return named
 
     def _being_written(self, part: str) -> bool:
         """Whether this process may be writing the value the part belongs to right now."""
@@ -947,6 +955,7 @@ class KnowledgeBaseState:
                     self.index_dirty = True
                     return False
                 self.live_segments = set(SegmentIndex.manifest_segment_names(self.pending_manifest))
+                self.orphan_segments -= self.live_segments
                 self.pending_manifest = None
                 self.manifest_known = True
             self.index_dirty = False

@@ -91,9 +91,9 @@ async def test_a_kb_deleted_while_a_file_is_ingested_into_it_keeps_nothing_of_th
     await deletion
     result = await ingest
 
-    assert result.status == DocumentStatus.FAILED
     assert host.vector_count("kb-x") == 0
     assert keys_of_kb(host, "kb-x") == []
+    assert result.status == DocumentStatus.FAILED
     assert any("Tieguanyin" in t for t in await harness.texts("kb-y", "Tieguanyin cultivar"))
 
 
@@ -111,8 +111,8 @@ async def test_an_upload_langbot_refuses_after_its_kb_was_deleted_leaves_no_key(
     release.set()
     result = await ingest
 
-    assert result.status == DocumentStatus.FAILED
     assert keys_of_kb(host, "kb-x") == []
+    assert result.status == DocumentStatus.FAILED
 
 
 async def test_a_kb_langbot_deleted_while_the_plugin_was_down_stops_no_other_kbs_work(host):

@@ -1,8 +1,10 @@
 """Ingest: bytes → Document → chunks → batched embed → batched upsert → FileRecord.
 
-Raises only `LucidRagError` with a user-facing message; the component maps it to FAILED. If
-anything fails after vectors were written, the file's vectors are deleted before raising, so a
-failed file leaves no orphans.
+`ingest_file` decides the file's outcome, once: it returns only for a committed file, and
+raises a `LucidRagError` with a user-facing message (the component maps it to FAILED) otherwise.
+If anything fails after vectors were written, the file's vectors are deleted before raising, so a
+failed file leaves no orphans (or, if that delete fails, it stays no answer until reconciliation
+removes them). Its time has three deadlines (budget.IngestDeadlines): work, commit, rollback.
 """
 
 from __future__ import annotations
@@ -74,9 +76,9 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
     return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
                       ocr=dict(ocr or {}))
 
+
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
-                      deadlines: IngestDeadlines,
-                      ready: Callable[[], Awaitable[None]] | None = None) -> IngestOutcome:
+                      deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]]) -> IngestOutcome:
     """Ingest one file; the one place that decides its outcome. Returns only once the file is
     committed (durable: a restart knows it); otherwise raises a `LucidRagError` after removing
     what it wrote (or leaving that to reconciliation, with the file no answer meanwhile). The work
@@ -88,8 +90,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     dim: int | None = None
     try:
         with until(deadlines.work):
-            if ready is not None:
-                await ready()
+            await ready()
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
                 record, vectors = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
@@ -107,22 +108,18 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     )
             await _write_vectors(host, state, store, request, record, vectors)
     except BaseException as error:
+        timed_out = time.monotonic() >= deadlines.work
         if begun:
             await _abandon(host, state, store, request, deadlines, dim)
-        failure = _failure(error, state, deadlines, vectors_written=begun)
+        failure = _failure(error, state, deadlines, timed_out, vectors_written=begun)
         if failure is error:
             raise
         raise failure from error
 
-    if not await _commit(state, store, record, deadlines):
+    failure = await _commit(state, store, record, deadlines)
+    if failure is not None:
         await _abandon(host, state, store, request, deadlines)
-        if state.writes.closed:
-            raise _kb_deleted()
-        raise PluginStorageFailure(
-            "LangBot's plugin storage failed while the file was saved (or another change of the "
-            "knowledge base held it too long), so it would be lost at the next restart. Nothing was "
-            "kept; upload the file again."
-        )
+        raise failure
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
     return IngestOutcome(len(record.chunks), record.format)
@@ -175,19 +172,29 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
             await _calibrate(host, state, store, request, record, vectors)
 
 
-async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord, deadlines: IngestDeadlines) -> bool:
-    """Whether the file is committed. Not if the commit refused (nothing would name the file after
-    a restart), the KB is being deleted, or the KB's lock was not free by `deadlines.commit`;
-    after an unexpected error, whether the file's state says it got that far."""
+async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
+                  deadlines: IngestDeadlines) -> Exception | None:
+    """None once the file is committed; else why not (the file is still INGESTING: the caller
+    rolls it back). After an unexpected error, the file's state tells whether it got that far."""
     try:
         with until(deadlines.commit):
             async with state.writes.write():
-                return await state.commit_ingest(store, record)
-    except (GateClosed, BudgetSpent):
-        return False
-    except Exception:  # noqa: BLE001 - a bug; the state tells whether the file is committed
+                if await state.commit_ingest(store, record):
+                    return None
+        return PluginStorageFailure(
+            "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "
+            "restart. Nothing was kept; upload the file again."
+        )
+    except GateClosed:
+        return _kb_deleted()
+    except BudgetSpent:  # the KB's lock was not free in time
+        return PluginStorageFailure(
+            "Another change of this knowledge base did not finish in time, so the file could not be "
+            "saved. Nothing was kept; upload the file again."
+        )
+    except Exception as error:  # noqa: BLE001 - a bug; the state tells whether the file is committed
         logger.exception("kb=%s doc=%s: unexpected error while committing", store.kb_id, record.file_id)
-        return record.file_id not in state.in_flight
+        return None if record.file_id not in state.in_flight else error
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
@@ -208,14 +215,14 @@ async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, req
             await state.abort_ingest(store, request.document_id, removed, dim)
 
 
-def _failure(error: BaseException, state: KnowledgeBaseState, deadlines: IngestDeadlines,
+def _failure(error: BaseException, state: KnowledgeBaseState, deadlines: IngestDeadlines, timed_out: bool,
              vectors_written: bool) -> BaseException:
     """What the operator is told about an ingest that stopped with `error`."""
     if not isinstance(error, Exception) or isinstance(error, KnowledgeBaseDeleted):
         return error
     if isinstance(error, GateClosed) or state.writes.closed:
         return _kb_deleted()
-    if time.monotonic() >= deadlines.work:
+    if timed_out:
         return IngestTimedOut(f"Processing took longer than {int(deadlines.work_s)} s and was stopped. Split "
                               "the file into smaller files and upload them separately.")
     if isinstance(error, LucidRagError) or not vectors_written:

@@ -23,8 +23,8 @@ from tests.test_state_runtime import restarted
 KB = "kb-deadlines"
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
 SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
-WORK_S, COMMIT_S, ROLLBACK_S = 1.0, 0.5, 0.5
-LANGBOT_INGEST_S = WORK_S + COMMIT_S + ROLLBACK_S + 0.5  # as 1100 + 20 + 50 s of LangBot's 1200 s
+WORK_S, COMMIT_S, ROLLBACK_S = 2.0, 0.5, 0.5
+LANGBOT_INGEST_S = WORK_S + COMMIT_S + ROLLBACK_S + 1.0  # as 1100 + 20 + 50 s of LangBot's 1200 s
 
 
 @pytest.fixture(autouse=True)
@@ -92,7 +92,7 @@ async def test_the_rollback_of_an_ingest_that_ran_out_of_time_ends_within_langbo
     result = await ingest_within_langbots_time(harness, "solar.txt", SOLAR, "solar")
 
     assert result.status == DocumentStatus.FAILED
-    assert "took longer than 1 s" in (result.error_message or "")
+    assert "took longer than 2 s" in (result.error_message or "")
     host.hangs.clear()
     assert await answered(harness, "solar array kilowatts", "solar") == {"vector": False, "keyword": False}
     assert journal_key(KB, "solar") not in host.storage, "the failed file is settled by a later request"

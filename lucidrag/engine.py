@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from lucidrag.base.alongside import hook_scope
-from lucidrag.base.budget import budget, hook_budget, remaining
+from lucidrag.base.budget import IngestDeadlines, budget, hook_budget, remaining
 from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
-from lucidrag.base.host import HostApi, describe
+from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
 from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 KB_DELETE_BUDGET_S = 20.0  # of on_knowledge_base_delete's 30 s (HOOK_TIMEOUT_S)
 KB_DELETE_STORAGE_SHARE = 0.25  # of that hook's time, at most, for plugin storage before the vectors
+KB_DELETE_DRAIN_SHARE = 0.25  # of that hook's time, at most, waiting for an upload's writes under way
 # Time each hook may spend starting unfinished work before its own (retrieve is what users wait
 # for), and how much longer a step started in it may take (a listing of 50,000 keys, one segment).
 UPKEEP_BUDGET_S = {"ingest": 10.0, "retrieve": 1.0, "delete": 5.0, "create": 5.0, "kb_delete": 5.0}
@@ -109,13 +110,18 @@ class Engine:
             await self._upkeep(host, inst, "create")
 
     @_in_hook_scope
-    async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest) -> IngestOutcome:
+    async def ingest(self, host: HostApi, installation_id: str, request: IngestRequest,
+                     deadlines: IngestDeadlines) -> IngestOutcome:
+        """Ingest one file (ingestion/ingest.py: its outcome, within `deadlines`)."""
         inst = self.installation(installation_id)
         state = inst.kb(request.kb_id)
-        await state.ensure_loaded(host, request.collection_id, index_now=False)
-        await self._upkeep(host, inst, "ingest")
+
+        async def ready() -> None:
+            await state.ensure_loaded(host, request.collection_id, index_now=False)
+            await self._upkeep(host, inst, "ingest")
+
         embedder = Embedder(host, inst.cache, inst.batch_sizes)
-        return await ingest_file(host, state, embedder, request)
+        return await ingest_file(host, state, embedder, request, deadlines, ready)
 
     @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
@@ -198,6 +204,10 @@ class Engine:
         store = KbStore(host, kb_id)
         state = inst.kbs.pop(kb_id, None)
         inst.cache.drop_kb(kb_id)
+        # An upload into the KB writes nothing more; what it is writing now lands before the
+        # listings below, so that they find it.
+        if state is not None and not await state.writes.close(remaining() * KB_DELETE_DRAIN_SHARE):
+            logger.warning("kb=%s: an upload's write did not finish before the knowledge base's deletion", kb_id)
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):
             snapshot = await list_keys(host)
@@ -247,26 +257,51 @@ class Engine:
 
     async def _continue_unfinished(self, host: HostApi, inst: Installation, deadline: float, hook: str,
                                    first: KnowledgeBaseState | None) -> None:
-        try:
-            if not inst.discovered:
+        """One KB's failure never stops another's work (each is caught and logged here)."""
+        if not inst.discovered:
+            try:
                 await self._discover(host, inst)
-            for kb_id, job in list(inst.deletions.items()):
-                if time.monotonic() >= deadline:
-                    return
+            except Exception as error:  # noqa: BLE001 - unfinished work must never fail the hook itself
+                logger.warning("unfinished work could not be looked for now (%s); will retry", describe(error))
+        for kb_id, job in list(inst.deletions.items()):
+            if time.monotonic() >= deadline:
+                return
+            try:
                 if await job.run(host, deadline):
                     inst.deletions.pop(kb_id, None)
-            states = [first] if first is not None else []
-            states += [s for s in inst.kbs.values() if s is not first]
-            for state in states:
-                if time.monotonic() >= deadline:
-                    return
-                if state.needs_upkeep():
-                    # A query indexes only its own KB: another KB's files the index lacks after a
-                    # restart (up to a few thousand chunks) would cost this query up to its budget.
-                    index = hook != "retrieve" or state is first
-                    await state.upkeep(host, state.kb_id, deadline, index=index)  # collection id = KB uuid
-        except Exception as error:  # noqa: BLE001 - unfinished work must never fail the hook itself
-            logger.warning("unfinished work could not continue now (%s); will retry", describe(error))
+            except Exception as error:  # noqa: BLE001
+                logger.warning("kb=%s: the knowledge base's deletion could not continue now (%s); will retry",
+                               kb_id, describe(error))
+        states = [first] if first is not None else []
+        states += [s for s in inst.kbs.values() if s is not first]
+        for state in states:
+            if time.monotonic() >= deadline:
+                return
+            # Never behind another hook's change of a KB (a long commit on slow storage): later.
+            if not state.needs_upkeep() or state.lock.locked():
+                continue
+            # A query indexes only its own KB: another KB's files the index lacks after a restart
+            # (up to a few thousand chunks) would cost this query up to its budget.
+            index = hook != "retrieve" or state is first
+            try:
+                await state.upkeep(host, state.kb_id, deadline, index=index)  # collection id = KB uuid
+            except Exception as error:  # noqa: BLE001
+                if is_kb_gone(error):
+                    await self._forget_removed_kb(inst, state.kb_id)
+                else:
+                    logger.warning("kb=%s: unfinished work could not continue now (%s); will retry",
+                                   state.kb_id, describe(error))
+
+    @staticmethod
+    async def _forget_removed_kb(inst: Installation, kb_id: str) -> None:
+        """LangBot refuses the KB's vector calls: it was deleted (say, while this plugin was down,
+        leaving a journal entry). LucidRAG's own data of it goes as after its deletion hook."""
+        logger.warning("kb=%s: LangBot has removed this knowledge base; removing LucidRAG's data of it", kb_id)
+        state = inst.kbs.pop(kb_id, None)
+        if state is not None:
+            await state.writes.close()
+        inst.cache.drop_kb(kb_id)
+        inst.deletions.setdefault(kb_id, KbDeletion(kb_id, []))
 
     async def _discover(self, host: HostApi, inst: Installation) -> None:
         """Once per process: KB deletions and ingests an earlier process left unfinished."""

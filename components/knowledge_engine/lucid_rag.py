@@ -27,8 +27,8 @@ from langbot_plugin.api.entities.builtin.rag.models import (
     IngestionResult,
 )
 
-from lucidrag.base.budget import HOOK_TIMEOUT_S, hook_budget
-from lucidrag.base.errors import LucidRagError, SettingsError
+from lucidrag.base.budget import HOOK_TIMEOUT_S, IngestDeadlines, hook_budget, until
+from lucidrag.base.errors import KnowledgeBaseDeleted, LucidRagError, SettingsError
 from lucidrag.base.settings import (
     CreationSettings,
     creation_problems,
@@ -43,7 +43,8 @@ from lucidrag.state.saved_settings import save_creation_settings
 
 logger = logging.getLogger(__name__)
 
-INGEST_TIMEOUT_S = HOOK_TIMEOUT_S["ingest"] - 100.0  # leaving time to roll back
+# An ingest's work stops here; its commit or rollback follows within LangBot's 1200 s (budget.py)
+INGEST_TIMEOUT_S = HOOK_TIMEOUT_S["ingest"] - 100.0
 DELETE_KB_TIMEOUT_S = HOOK_TIMEOUT_S["kb_delete"] - 3.0
 DEFAULT_INSTALLATION = "dedicated"
 
@@ -86,32 +87,35 @@ class LucidRag(KnowledgeEngine):
             logger.exception("kb=%s: could not remove every vector of the deleted knowledge base", kb_id)
 
     async def ingest(self, context: IngestionContext) -> IngestionResult:
-        result = await self._ingest(context)
-        # For the console: why a file failed (LangBot shows only "Failed"), and the KB's creation
-        # settings once per process (they cannot change); best effort, never raises.
-        saved = self.engine.installation(self._installation_id()).settings_saved
-        kb_id = context.knowledge_base_id
-        await remember_outcome(self.plugin, kb_id, result.document_id,
-                               result.error_message if result.status == DocumentStatus.FAILED else None,
-                               context.file_object.metadata.filename,
-                               None if kb_id in saved else context.creation_settings,
-                               context.file_object.metadata.file_size or 0)
-        saved.add(kb_id)
+        deadlines = IngestDeadlines.starting_now(INGEST_TIMEOUT_S)
+        with until(deadlines.rollback):
+            try:
+                result = await self._ingest(context, deadlines)
+            except KnowledgeBaseDeleted as error:  # nothing may be stored for it, not even why
+                return _failed(context.file_object.metadata.document_id, str(error))
+            # For the console: why a file failed (LangBot shows only "Failed"), and the KB's creation
+            # settings once per process (they cannot change); best effort, never raises.
+            saved = self.engine.installation(self._installation_id()).settings_saved
+            kb_id = context.knowledge_base_id
+            await remember_outcome(self.plugin, kb_id, result.document_id,
+                                   result.error_message if result.status == DocumentStatus.FAILED else None,
+                                   context.file_object.metadata.filename,
+                                   None if kb_id in saved else context.creation_settings,
+                                   context.file_object.metadata.file_size or 0)
+            saved.add(kb_id)
         return result
 
-    async def _ingest(self, context: IngestionContext) -> IngestionResult:
+    async def _ingest(self, context: IngestionContext, deadlines: IngestDeadlines) -> IngestionResult:
+        """The outcome is decided by the engine (ingestion/ingest.py); this maps it for LangBot."""
         document_id = context.file_object.metadata.document_id
         try:
             request = _ingest_request(context)
-            outcome = await asyncio.wait_for(
-                self.engine.ingest(self.plugin, self._installation_id(), request), INGEST_TIMEOUT_S
-            )
+            outcome = await self.engine.ingest(self.plugin, self._installation_id(), request, deadlines)
+        except KnowledgeBaseDeleted:
+            raise
         except LucidRagError as error:
             logger.warning("kb=%s doc=%s: ingest failed: %s", context.knowledge_base_id, document_id, error)
             return _failed(document_id, str(error))
-        except asyncio.TimeoutError:
-            return _failed(document_id, f"Processing took longer than {int(INGEST_TIMEOUT_S)} s and was "
-                           "stopped. Split the file into smaller files and upload them separately.")
         except Exception as error:  # noqa: BLE001 - the host must never see an exception here
             logger.exception("kb=%s doc=%s: unexpected ingest error", context.knowledge_base_id, document_id)
             return _failed(document_id, f"Unexpected error while processing the file ({type(error).__name__}: "

@@ -9,6 +9,12 @@ Work that did not fit stays as state (unsaved records, a dirty index, a pending 
 is continued by later hooks' upkeep, each in a budget of its own (`budget`, nested: the tighter
 deadline wins).
 
+An ingest is the exception to "abandon at the deadline": once its vectors are written, the file
+must end either committed or rolled back, never half way. So its time has three deadlines
+(`IngestDeadlines`): its work (reading, parsing, embedding, writing vectors) stops at the first,
+its commit's host calls and lock wait end at the second, and a rollback's at the third, which is
+well within LangBot's 1200 s.
+
 The deadline lives in a context variable, so tasks a hook starts (asyncio.gather) inherit it.
 """
 
@@ -20,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -38,6 +45,11 @@ HOOK_TIMEOUT_S: dict[str, float] = {
 # Share of a hook's time kept back from its host calls: the work after the last call (CPU, the
 # answer's way back through the runtime) and a late answer that a call's own timeout allows.
 HOOK_RESERVE = 0.2
+
+# After an ingest's work stops (the component's limit), its commit has at least this long, and a
+# rollback this long after the commit's deadline: an ingest answers by work + 70 s of its 1200 s.
+INGEST_COMMIT_S = 20.0
+INGEST_ROLLBACK_S = 50.0
 
 _deadline: ContextVar[float] = ContextVar("lucidrag_hook_deadline", default=math.inf)
 
@@ -69,6 +81,26 @@ def hook_budget(hook: str, started: float | None = None) -> AbstractContextManag
     """The budget of one hook (a key of HOOK_TIMEOUT_S) that started at `started` (default: now)."""
     spent = 0.0 if started is None else time.monotonic() - started
     return budget(HOOK_TIMEOUT_S[hook] * (1.0 - HOOK_RESERVE) - spent)
+
+
+@dataclass(frozen=True)
+class IngestDeadlines:
+    """Monotonic times by which an ingest's work, its commit and a rollback must be done."""
+
+    work_s: float  # how long the work may take
+    work: float
+    commit: float
+    rollback: float
+
+    @classmethod
+    def starting_now(cls, work_s: float) -> IngestDeadlines:
+        work = time.monotonic() + work_s
+        return cls(work_s, work, work + INGEST_COMMIT_S, work + INGEST_COMMIT_S + INGEST_ROLLBACK_S)
+
+
+def until(when: float) -> AbstractContextManager[float]:
+    """`budget` up to a monotonic time rather than for a number of seconds."""
+    return budget(when - time.monotonic())
 
 
 async def bounded(call: Callable[[], Awaitable[T]]) -> T:

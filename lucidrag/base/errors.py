@@ -48,6 +48,14 @@ class PluginStorageFailure(LucidRagError):
     would not survive a restart otherwise)."""
 
 
+class IngestTimedOut(LucidRagError):
+    """An ingest's work did not finish in its time (what it wrote was rolled back)."""
+
+
+class KnowledgeBaseDeleted(LucidRagError):
+    """The knowledge base was deleted while a file was being ingested into it."""
+
+
 class HostUnavailable(LucidRagError):
     """A transient host failure (timeout, connection) that outlived our retries."""
 

@@ -1,21 +1,35 @@
 """Ingest: bytes → Document → chunks → batched embed → batched upsert → FileRecord.
 
-Raises only `LucidRagError` with a user-facing message; the component maps it to FAILED. If
-anything fails after vectors were written, the file's vectors are deleted before raising, so a
-failed file leaves no orphans.
+`ingest_file` decides the file's outcome, once: it returns only for a committed file, and
+raises a `LucidRagError` with a user-facing message (the component maps it to FAILED) otherwise.
+If anything fails after vectors were written, the file's vectors are deleted before raising, so a
+failed file leaves no orphans (or, if that delete fails, it stays no answer until reconciliation
+removes them). Its time has three deadlines (budget.IngestDeadlines): work, commit, rollback.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.errors import LucidRagError, ParseError, PluginStorageFailure, VectorStoreFailure
-from lucidrag.base.host import HostApi, describe
+from lucidrag.base.budget import BudgetSpent, IngestDeadlines, budget, remaining, until
+from lucidrag.base.errors import (
+    IngestTimedOut,
+    KnowledgeBaseDeleted,
+    LucidRagError,
+    ParseError,
+    PluginStorageFailure,
+    VectorStoreFailure,
+)
+from lucidrag.base.host import HostApi, describe, is_kb_gone
+from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
 from lucidrag.ingestion.document import Document, document_name
@@ -62,8 +76,57 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
     return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
                       ocr=dict(ocr or {}))
 
-async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
-                      request: IngestRequest) -> IngestOutcome:
+
+async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
+                      deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]]) -> IngestOutcome:
+    """Ingest one file; the one place that decides its outcome. Returns only once the file is
+    committed (durable: a restart knows it); otherwise raises a `LucidRagError` after removing
+    what it wrote (or leaving that to reconciliation, with the file no answer meanwhile). The work
+    -- `ready` (the KB's state loaded), parsing, embedding, writing vectors -- stops at
+    `deadlines.work`; the commit is never cut off half way: its host calls and its wait for the
+    KB's lock end at `deadlines.commit`, and a rollback's at `deadlines.rollback`."""
+    store = KbStore(host, request.kb_id)
+    begun = False
+    dim: int | None = None
+    try:
+        with until(deadlines.work):
+            await ready()
+            async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
+                record, vectors = await _prepare(host, embedder, request)
+            dim = int(vectors.shape[1])
+            # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
+            # upsert), then write the new vectors.
+            if await state.is_stored(store, request.document_id):
+                await _delete_previous_version(host, request)
+            async with state.writes.write():
+                begun = True
+                if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
+                    begun = False
+                    raise PluginStorageFailure(
+                        "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
+                        "keep track of it. Nothing was kept; upload the file again."
+                    )
+            await _write_vectors(host, state, store, request, record, vectors)
+    except BaseException as error:
+        timed_out = time.monotonic() >= deadlines.work
+        if begun:
+            await _abandon(host, state, store, request, deadlines, dim)
+        failure = _failure(error, state, deadlines, timed_out, vectors_written=begun)
+        if failure is error:
+            raise
+        raise failure from error
+
+    failure = await _commit(state, store, record, deadlines)
+    if failure is not None:
+        await _abandon(host, state, store, request, deadlines)
+        raise failure
+    logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
+                request.document_id, len(record.chunks), record.format, embedder.calls)
+    return IngestOutcome(len(record.chunks), record.format)
+
+
+async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) -> tuple[FileRecord, np.ndarray]:
+    """The file's record and its vectors (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await run_blocking(chunk_document, document, request.settings)
@@ -76,32 +139,25 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
     record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
-    texts = [c.text for c in record.chunks]
-    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
-    store = KbStore(host, request.kb_id)
+    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
+                                   [c.text for c in record.chunks])
+    return record, vectors
 
-    # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not upsert),
-    # then write the new vectors.
-    if await state.is_stored(store, request.document_id):
-        await _delete_previous_version(host, request)
-    dim = int(vectors.shape[1])
-    if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
-        raise PluginStorageFailure(
-            "LangBot's plugin storage failed before the file was stored, so LucidRAG could not keep "
-            "track of it. Nothing was kept; upload the file again."
-        )
-    try:
-        for start in range(0, len(record.chunks), UPSERT_BATCH):
-            batch = record.chunks[start : start + UPSERT_BATCH]
 
-            def upsert(b=batch, s=start):
-                return with_retries(lambda: host.vector_upsert(
-                    collection_id=request.collection_id,
-                    vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
-                    ids=[c.chunk_id for c in b],
-                    metadata=[c.metadata(record.format) for c in b],
-                    documents=[c.text for c in b],
-                ))
+async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
+                         record: FileRecord, vectors: np.ndarray) -> None:
+    for start in range(0, len(record.chunks), UPSERT_BATCH):
+        batch = record.chunks[start : start + UPSERT_BATCH]
+
+        def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
+            return with_retries(lambda: host.vector_upsert(
+                collection_id=request.collection_id,
+                vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
+                ids=[c.chunk_id for c in b],
+                metadata=[c.metadata(record.format) for c in b],
+                documents=[c.text for c in b],
+            ))
+        async with state.writes.write():
             if start == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some
                 # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
@@ -111,34 +167,75 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                 await upsert()
             if start == 0:
                 await state.first_vectors_written(store)
-        if state.metric is None:
+    if state.metric is None:
+        async with state.writes.write():
             await _calibrate(host, state, store, request, record, vectors)
-    except BaseException as error:
-        # On a KB that never had a vector the first upsert failed, but may have written (its
-        # answer lost): whether the collection exists is unknown, and a delete could create it
-        # with the wrong dimension (Milvus). `remove_first_write` re-creates it first.
-        if state.fresh:
-            removed = await _remove_first_write(host, state, request, dim)
-        else:
-            removed = await _rollback(host, request)
-        await state.abort_ingest(store, request.document_id, removed, dim)
-        if isinstance(error, LucidRagError) or not isinstance(error, Exception):
-            raise
-        raise VectorStoreFailure(
-            f"The vector database refused the data: {describe(error)}. Nothing was kept; check the "
-            "vector database in LangBot's settings and upload the file again."
-        ) from error
 
-    if not await state.commit_ingest(store, record):
-        removed = await _rollback(host, request)
-        await state.abort_ingest(store, request.document_id, removed)
-        raise PluginStorageFailure(
+
+async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
+                  deadlines: IngestDeadlines) -> Exception | None:
+    """None once the file is committed; else why not (the file is still INGESTING: the caller
+    rolls it back). After an unexpected error, the file's state tells whether it got that far."""
+    try:
+        with until(deadlines.commit):
+            async with state.writes.write():
+                if await state.commit_ingest(store, record):
+                    return None
+        return PluginStorageFailure(
             "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "
             "restart. Nothing was kept; upload the file again."
         )
-    logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
-                request.document_id, len(record.chunks), record.format, embedder.calls)
-    return IngestOutcome(len(record.chunks), record.format)
+    except GateClosed:
+        return _kb_deleted()
+    except BudgetSpent:  # the KB's lock was not free in time
+        return PluginStorageFailure(
+            "Another change of this knowledge base did not finish in time, so the file could not be "
+            "saved. Nothing was kept; upload the file again."
+        )
+    except Exception as error:  # noqa: BLE001 - a bug; the state tells whether the file is committed
+        logger.exception("kb=%s doc=%s: unexpected error while committing", store.kb_id, record.file_id)
+        return None if record.file_id not in state.in_flight else error
+
+
+async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
+                   deadlines: IngestDeadlines, dim: int | None = None) -> None:
+    """Remove what this ingest wrote, by `deadlines.rollback`: its vectors in the first half of the
+    time left, so that the journal entry's rewrite fits if they stay (`abort_ingest`). A KB being
+    deleted gets no key written for it (its deletion removes what is stored)."""
+    with until(deadlines.rollback):
+        with budget(remaining() / 2):
+            # On a KB that never had a vector the first upsert failed, but may have written (its
+            # answer lost): whether the collection exists is unknown, and a delete could create it
+            # with the wrong dimension (Milvus). `remove_first_write` re-creates it first.
+            if state.fresh and dim is not None:
+                removed = await _remove_first_write(host, state, request, dim)
+            else:
+                removed = await _rollback(host, request)
+        if not state.writes.closed:
+            await state.abort_ingest(store, request.document_id, removed, dim)
+
+
+def _failure(error: BaseException, state: KnowledgeBaseState, deadlines: IngestDeadlines, timed_out: bool,
+             vectors_written: bool) -> BaseException:
+    """What the operator is told about an ingest that stopped with `error`."""
+    if not isinstance(error, Exception) or isinstance(error, KnowledgeBaseDeleted):
+        return error
+    if isinstance(error, GateClosed) or state.writes.closed:
+        return _kb_deleted()
+    if timed_out:
+        return IngestTimedOut(f"Processing took longer than {int(deadlines.work_s)} s and was stopped. Split "
+                              "the file into smaller files and upload them separately.")
+    if isinstance(error, LucidRagError) or not vectors_written:
+        return error
+    return VectorStoreFailure(
+        f"The vector database refused the data: {describe(error)}. Nothing was kept; check the "
+        "vector database in LangBot's settings and upload the file again."
+    )
+
+
+def _kb_deleted() -> KnowledgeBaseDeleted:
+    return KnowledgeBaseDeleted("The knowledge base was deleted while this file was being processed; "
+                                "nothing of the file was kept.")
 
 
 async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
@@ -198,6 +295,8 @@ async def _rollback(host: HostApi, request: IngestRequest) -> bool:
         await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
         return True
     except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
+        if is_kb_gone(error):
+            return True  # LangBot has removed the knowledge base: nothing of it can be reached any more
         logger.error("kb=%s doc=%s: could not remove partial vectors after a failure (%s); they are "
                      "removed later", request.kb_id, request.document_id, describe(error))
         return False

@@ -42,6 +42,7 @@ from lucidrag.base.alongside import beside
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import BudgetSpent, holding, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
+from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
@@ -87,6 +88,7 @@ class KnowledgeBaseState:
     fresh: bool = False
     has_vectors: bool | None = None  # what the stored meta says (None: unknown)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
+    writes: WriteGate = field(default_factory=WriteGate)  # an ingest's writes; closed when the KB is deleted
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
     opened: bool = False  # meta, storage listing and index manifest read (`_open`)
     snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
@@ -468,7 +470,7 @@ class KnowledgeBaseState:
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
-            async with self.lock:  # records were read outside it: skip what changed meanwhile
+            async with holding(self.lock):  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
                                    and self.files.may_index(r.file_id)])
                 for file_id in batch:
@@ -527,7 +529,7 @@ class KnowledgeBaseState:
         write failed, the journal entry, which a restart adopts from the vectors), and the KB's
         "has vectors" mark."""
         file_id = record.file_id
-        async with self.lock:
+        async with holding(self.lock):  # BudgetSpent, nothing changed, if it is not free in time
             saved = False
             for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
                 if await store.save_record(record):
@@ -684,7 +686,7 @@ class KnowledgeBaseState:
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
-            async with self.lock:  # a delete landing during the save would be undone by it
+            async with holding(self.lock):  # a delete landing during the save would be undone by it
                 if self.files.state(file_id) is not FileState.UNSAVED:
                     continue  # deleted meanwhile
                 if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
@@ -695,7 +697,7 @@ class KnowledgeBaseState:
         for file_id in list(self.files.of(FileState.DELETING)):
             if time.monotonic() >= deadline:
                 return
-            async with self.lock:
+            async with holding(self.lock):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
                     self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
                     if self.stored_ids is not None:
@@ -806,7 +808,7 @@ class KnowledgeBaseState:
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
             if entry.chunks > 0 and len(items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
-                async with self.lock:  # JOURNALLED -> COMMITTED (or UNSAVED)
+                async with holding(self.lock):  # JOURNALLED -> COMMITTED (or UNSAVED)
                     if self.files.state(file_id) is not FileState.JOURNALLED:
                         continue  # deleted (or settled) meanwhile
                     stored = await store.load_record(file_id)

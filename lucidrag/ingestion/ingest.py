@@ -131,7 +131,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
 
     if not await state.commit_ingest(store, record):
         removed = await _rollback(host, request)
-        await state.abort_ingest(store, request.document_id, removed)
+        # the commit's record saves failed, yet one may have landed (its answer lost) or land later
+        await state.abort_ingest(store, request.document_id, removed, record_sent=True)
         raise PluginStorageFailure(
             "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "
             "restart. Nothing was kept; upload the file again."

@@ -687,14 +687,15 @@ class KnowledgeBaseState:
                 await self._clear_journal(store, file_id)
                 return True
             # A record is left, or LangBot may still write one: the entry keeps a restart from
-            # indexing it and makes its `reconcile` remove it.
+            # indexing it and makes its `reconcile` remove it (best effort where storage takes no
+            # write: there a late write cannot land either).
             marked = await store.write_journal(JournalEntry(file_id, 0))
             if marked:
                 self.undeleted_journals.discard(file_id)
-                if may_land:
-                    self.files.move(file_id, FileState.TOMBSTONED)
+            if may_land and (marked or gone):
+                self.files.move(file_id, FileState.TOMBSTONED)  # left to the next process
             # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
-            return marked
+            return marked or gone
 
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:

@@ -26,7 +26,8 @@ class FileState(Enum):
     DELETED = "deleted, or failed"  # nothing
     # deleted or failed after a write of it whose outcome is unknown (a record save without an
     # answer, which LangBot may still finish; or vectors a failed rollback left): its journal entry
-    # "0 chunks", kept for the next process, whose `reconcile` removes whatever of it is stored then
+    # "0 chunks" (if storage took it), kept for the next process, whose `reconcile` removes
+    # whatever of it is stored then
     TOMBSTONED = "gone, a late write of it may still land"
 
 

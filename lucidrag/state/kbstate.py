@@ -162,6 +162,12 @@ class KnowledgeBaseState:
         return set(self.files.of(FileState.INGESTING))
 
     @property
+    def being_removed(self) -> set[str]:
+        """Deleted or failed files whose journal entry ("0 chunks") makes a restart remove what is
+        left of them: no interrupted ingest."""
+        return set(self.files.of(FileState.DELETING)) | set(self.files.of(FileState.TOMBSTONED))
+
+    @property
     def journals(self) -> set[str]:
         """Files whose vectors `reconcile` settles: journalled by a dead process, or failed here."""
         return set(self.files.of(FileState.JOURNALLED)) | set(self.files.of(FileState.ABORTED))

@@ -857,8 +857,9 @@ class KnowledgeBaseState:
                 if items:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                 await self.delete_file(store, file_id)
-                logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
-                               self.kb_id, file_id, len(items))
+                if items or entry.chunks:
+                    logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
+                                   self.kb_id, file_id, len(items))
 
     async def rebuild_from_vector_db(self, host: HostApi, collection_id: str, deadline: float = math.inf) -> bool:
         """Repair: forget the keyword index and the "no vectors yet" mark and derive everything

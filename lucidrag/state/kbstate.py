@@ -21,7 +21,9 @@ of chunks). Commit saves the FileRecord, indexes it, persists the index, and rem
 entry found after a restart belongs to an ingest that never committed: if every chunk's vector is
 there, the ingest finished and only its bookkeeping was lost, so the file is adopted from its
 vectors; otherwise its vectors are orphans and are deleted. Journal entries of ingests running in
-this process are never touched.
+this process are never touched. A deleted or failed file whose record may still be (or later be)
+in storage keeps an entry "0 chunks", which makes a restart remove the record instead of
+indexing it (`delete_file`).
 
 CPU work (decoding, tokenising, index updates) runs in threads; the index is only read or changed
 under `index_guard`, so a query never sees it half-updated and the event loop never stalls on it.

@@ -610,9 +610,12 @@ class KnowledgeBaseState:
         a vector); after a `record_sent`, only the next process does (TOMBSTONED)."""
         self.unjournalled.pop(file_id, None)
         if vectors_removed:
-            await self.delete_file(store, file_id, record_sent=record_sent)  # FAILED: never an answer
-            return
-        self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
+            try:
+                await self.delete_file(store, file_id, record_sent=record_sent)  # FAILED: never an answer
+                return
+            except BudgetSpent:
+                pass  # the KB's lock was not free within the hook's time: `reconcile` does it
+        self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors (and record)
         if dim is not None:
             self.first_writes[file_id] = dim
         # A restart must not take a complete set of vectors for a commit whose bookkeeping was

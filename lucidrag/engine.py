@@ -152,9 +152,9 @@ class Engine:
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
         """Remove every vector and record of one file. Raises VectorStoreFailure if the host failed
         (or did not answer in time: LangBot then keeps the file, and deleting it again is safe), and
-        PluginStorageFailure if the file's record could not be removed in the hook's time: True
-        only once the deletion survives a restart. Index writes that do not fit are retried by
-        later hooks."""
+        PluginStorageFailure if the file's record could not be removed in the hook's time, nor its
+        journal entry rewritten to make a restart remove it: True only once the deletion survives
+        a restart. Index writes that do not fit are retried by later hooks."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
         with hook_budget("delete"):

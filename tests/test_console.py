@@ -475,6 +475,16 @@ async def test_a_file_being_uploaded_is_shown_as_uploading_and_cannot_be_removed
     assert "Tieguanyin" in " ".join(await harness.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
 
 
+async def test_a_deleted_file_whose_record_storage_kept_is_not_shown_as_interrupted(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await harness.component.delete_document(KB, solar.document_id)  # its journal entry says so
+    assert (await api(page, "/kb", kb_id=KB))["health"]["interrupted_files"] == []
+    assert (await api(page, "/overview"))["knowledge_bases"][0]["interrupted"] == 0
+
+
 async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_orphans(harness: Harness, host,
                                                                                      monkeypatch):
     await create_kb(harness, host)

@@ -22,6 +22,7 @@ from docx.shared import Inches
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.ingestion.ingest import UPSERT_BATCH
+from lucidrag.state.storage_keys import journal_key
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.scoring import Metric
 from tests import ocr_samples
@@ -89,6 +90,15 @@ async def test_a_record_storage_refuses_fails_the_file_saying_it_would_be_lost(h
     assert result.error_message == ("LangBot's plugin storage failed while the file was saved, so it would be lost "
                                     "at the next restart. Nothing was kept; upload the file again.")
     assert host.vectors_of(KB, result.document_id) == []
+    # a refused record save may still land: its journal entry, "nothing written", is left for the
+    # next process, which removes it (and the record, if one landed)
+    assert [key for key in host.storage if result.document_id in key] == [journal_key(KB, result.document_id)]
+    entry = await harness.invoke(KbStore(host, KB).read_journal, result.document_id)
+    assert entry is not None and entry.chunks == 0
+    host.faults.clear()
+    back = restarted(host)
+    assert await back.texts(KB, "oolong tea", settings={"search_mode": "keyword"}) == []
+    await back.retrieve(KB, "oolong tea")
     assert not [key for key in host.storage if result.document_id in key], "its journal entry is left behind"
 
 

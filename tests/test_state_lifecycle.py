@@ -9,6 +9,7 @@ of lucidrag/state/kbstate.py is changed the way a survivor changed it.
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
@@ -20,11 +21,11 @@ from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import ChunkRecord, chunk_uuid
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
-from lucidrag.state.store import JournalEntry, KbMeta, KbStore
+from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
 from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import DIM, ActionCallTimeoutError, hash_embed
-from tests.test_state_runtime import restarted
+from tests.test_state_runtime import long_text, restarted
 
 KB = "kb-life"
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
@@ -70,7 +71,8 @@ async def test_a_record_that_storage_failed_to_delete_is_deleted_by_a_later_requ
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.ingest(KB, "tea.txt", TEA)
     host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
-    assert not await harness.component.delete_document(KB, solar.document_id), "its record is still stored"
+    host.fail("set_plugin_storage", when=lambda key, **_: "/journal/" in key)
+    assert not await harness.component.delete_document(KB, solar.document_id), "nothing durable says it is gone"
     assert record_keys(host, solar.document_id), "storage refused the deletion"
     for mode in ("keyword", "vector"):
         assert not [t for t in await harness.texts(KB, "solar array kilowatts", settings={"search_mode": mode})
@@ -491,7 +493,7 @@ async def test_a_record_whose_deletion_failed_is_kept_when_the_file_was_uploaded
     await harness.ingest(KB, "tea.txt", TEA)
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
-    assert not await harness.component.delete_document(KB, solar.document_id), "its record is still stored"
+    await harness.component.delete_document(KB, solar.document_id)  # its record is still stored
     again = await harness.ingest(KB, "solar.txt", SOLAR, document_id=solar.document_id)
     assert again.status == DocumentStatus.COMPLETED
     host.faults.clear()
@@ -728,3 +730,127 @@ async def test_a_shorter_re_upload_while_storage_cannot_be_listed_replaces_every
                               document_id=long_doc.document_id, settings={"chunk_size": 64, "chunk_overlap": 0})
     assert again.status == DocumentStatus.COMPLETED
     assert len(host.vectors_of(KB, long_doc.document_id)) == 1, "the old version's chunks were deleted first"
+
+
+# ---------------------------------------------------------------- nothing deleted or failed comes back
+async def solar_found_after_a_restart(host: FakePlugin) -> bool:
+    """Whether a new process over the same host answers a keyword question with the solar file."""
+    texts = await restarted(host).texts(KB, "solar array kilowatts", settings=KEYWORD)
+    return any("42 kilowatts" in t for t in texts)
+
+
+async def test_a_delete_never_trusts_a_storage_listing_older_than_the_files_record(host):
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    stale = await back.invoke(list_keys, back.host)  # LangBot reads the keys now...
+    back.host.fail("get_plugin_storage_keys")
+    await back.retrieve(KB, "tea")
+    solar = await back.ingest(KB, "solar.txt", SOLAR)
+    back.host.faults.clear()
+    state_of(back).seed(stale)  # ...and its answer arrives after the commit saved solar's record
+    back.host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    assert await back.component.delete_document(KB, solar.document_id)
+    assert record_keys(host, solar.document_id), "storage refused to delete the record"
+    assert not await solar_found_after_a_restart(host), "a file whose delete returned True came back"
+
+
+async def test_a_record_storage_refused_to_delete_is_no_answer_after_a_restart(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
+    await harness.component.delete_document(KB, solar.document_id)
+    assert record_keys(host, solar.document_id), "storage refused to delete the record"
+    assert not await solar_found_after_a_restart(host), "a file being deleted was answered"
+    assert record_keys(host, solar.document_id) == [], "the restart removed the record"
+
+
+async def test_a_record_saved_without_an_answer_does_not_bring_a_failed_first_upload_back(host):
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    real_set = host.set_plugin_storage
+
+    async def meta_refused_records_written_unanswered(key: str, value: bytes) -> None:
+        if key == meta_key(KB):
+            raise RuntimeError("set_plugin_storage failed")
+        await real_set(key, value)
+        if "/file/" in key:
+            raise ActionCallTimeoutError("set_plugin_storage timed out")  # written, answer lost
+
+    host.set_plugin_storage = meta_refused_records_written_unanswered  # type: ignore[method-assign]
+    failed = await harness.ingest(KB, "solar.txt", SOLAR)
+    del host.set_plugin_storage
+    assert failed.status == DocumentStatus.FAILED
+    assert not await solar_found_after_a_restart(host), "a FAILED file was answered"
+
+
+async def test_a_failed_re_upload_of_a_document_id_leaves_no_old_version_to_answer(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.fail("vector_upsert")
+    again = await harness.ingest(KB, "solar.txt", SOLAR + b" Revised.", document_id=solar.document_id)
+    host.faults.clear()
+    assert again.status == DocumentStatus.FAILED
+    assert record_keys(host, solar.document_id) == [], "the old version's record was left"
+    assert not await solar_found_after_a_restart(host), "a FAILED file was answered"
+
+
+async def test_a_record_save_that_lands_after_the_delete_does_not_bring_the_file_back(harness: Harness, host):
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    host.faults.clear()
+    assert solar.document_id in state_of(harness).unsaved
+    land = asyncio.Event()
+    landed: list[asyncio.Task[None]] = []
+    real_set = host.set_plugin_storage
+
+    async def lands_later(key: str, value: bytes) -> None:
+        if "/file/" not in key:
+            return await real_set(key, value)
+
+        async def finish() -> None:  # LangBot goes on with a call the plugin gave up on
+            await land.wait()
+            host.storage[key] = bytes(value)
+        landed.append(asyncio.get_running_loop().create_task(finish()))
+        raise ActionCallTimeoutError("set_plugin_storage timed out")
+
+    host.set_plugin_storage = lands_later  # type: ignore[method-assign]
+    await harness.retrieve(KB, "tea")  # retries the record's save, which gives up
+    assert await harness.component.delete_document(KB, solar.document_id)
+    land.set()
+    await asyncio.gather(*landed)
+    del host.set_plugin_storage
+    assert record_keys(host, solar.document_id), "the abandoned save landed after the delete"
+    assert not await solar_found_after_a_restart(host), "a file whose delete returned True came back"
+
+
+async def test_a_journal_entry_storage_failed_to_read_keeps_a_failed_file_out_of_a_rebuild(host):
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    upserts = 0
+    real_upsert = host.vector_upsert
+
+    async def second_upsert_fails(*args, **kwargs):
+        nonlocal upserts
+        upserts += 1
+        if upserts == 2:
+            raise RuntimeError("vector DB went away")
+        return await real_upsert(*args, **kwargs)
+
+    host.vector_upsert = second_upsert_fails  # type: ignore[method-assign]
+    host.fail("vector_delete")
+    failed = await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")
+    del host.vector_upsert
+    host.faults.clear()
+    assert failed.status == DocumentStatus.FAILED and host.vectors_of(KB, "big"), "its rollback failed"
+    back = restarted(host)
+    back.host.fail("get_plugin_storage", when=lambda key, **_: key == journal_key(KB, "big"))
+    await back.retrieve(KB, "tea")  # reconciles: the entry cannot be read
+    back.host.faults.clear()
+    state = state_of(back)
+    assert state.files.state("big") is FileState.JOURNALLED, "one failed read settles nothing"
+    await back.invoke(state.rebuild_from_vector_db, back.host, KB)
+    assert not [t for t in await back.texts(KB, "component QX-7 inspected weeks team", settings=KEYWORD)
+                if "QX-7" in t], "a FAILED file was answered"
+    assert record_keys(host, "big") == [], "the rebuild saved a record for a FAILED file"

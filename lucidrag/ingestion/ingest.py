@@ -116,9 +116,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             raise
         raise failure from error
 
-    failure = await _commit(state, store, record, deadlines)
+    failure, record_sent = await _commit(state, store, record, deadlines)
     if failure is not None:
-        await _abandon(host, state, store, request, deadlines)
+        await _abandon(host, state, store, request, deadlines, record_sent=record_sent)
         raise failure
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
@@ -173,32 +173,33 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
 
 
 async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
-                  deadlines: IngestDeadlines) -> Exception | None:
+                  deadlines: IngestDeadlines) -> tuple[Exception | None, bool]:
     """None once the file is committed; else why not (the file is still INGESTING: the caller
-    rolls it back). After an unexpected error, the file's state tells whether it got that far."""
+    rolls it back), and whether the record's save was sent (it may have landed, or land later).
+    After an unexpected error, the file's state tells whether it got that far."""
     try:
         with until(deadlines.commit):
             async with state.writes.write():
                 if await state.commit_ingest(store, record):
-                    return None
+                    return None, True
         return PluginStorageFailure(
             "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "
             "restart. Nothing was kept; upload the file again."
-        )
+        ), True
     except GateClosed:
-        return _kb_deleted()
-    except BudgetSpent:  # the KB's lock was not free in time
+        return _kb_deleted(), False
+    except BudgetSpent:  # the KB's lock was not free in time: nothing was sent
         return PluginStorageFailure(
             "Another change of this knowledge base did not finish in time, so the file could not be "
             "saved. Nothing was kept; upload the file again."
-        )
+        ), False
     except Exception as error:  # noqa: BLE001 - a bug; the state tells whether the file is committed
         logger.exception("kb=%s doc=%s: unexpected error while committing", store.kb_id, record.file_id)
-        return None if record.file_id not in state.in_flight else error
+        return (None if record.file_id not in state.in_flight else error), True
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
-                   deadlines: IngestDeadlines, dim: int | None = None) -> None:
+                   deadlines: IngestDeadlines, dim: int | None = None, record_sent: bool = False) -> None:
     """Remove what this ingest wrote, by `deadlines.rollback`: its vectors in the first half of the
     time left, so that the journal entry's rewrite fits if they stay (`abort_ingest`). A KB being
     deleted gets no key written for it (its deletion removes what is stored)."""
@@ -212,7 +213,7 @@ async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, req
             else:
                 removed = await _rollback(host, request)
         if not state.writes.closed:
-            await state.abort_ingest(store, request.document_id, removed, dim)
+            await state.abort_ingest(store, request.document_id, removed, dim, record_sent=record_sent)
 
 
 def _failure(error: BaseException, state: KnowledgeBaseState, deadlines: IngestDeadlines, timed_out: bool,

@@ -21,7 +21,9 @@ of chunks). Commit saves the FileRecord, indexes it, persists the index, and rem
 entry found after a restart belongs to an ingest that never committed: if every chunk's vector is
 there, the ingest finished and only its bookkeeping was lost, so the file is adopted from its
 vectors; otherwise its vectors are orphans and are deleted. Journal entries of ingests running in
-this process are never touched.
+this process are never touched. A deleted or failed file whose record may still be (or later be)
+in storage keeps an entry "0 chunks", which makes a restart remove the record instead of
+indexing it (`delete_file`).
 
 CPU work (decoding, tokenising, index updates) runs in threads; the index is only read or changed
 under `index_guard`, so a query never sees it half-updated and the event loop never stalls on it.
@@ -55,6 +57,7 @@ from lucidrag.state.store import (
     KbMeta,
     KbStore,
     KeySnapshot,
+    StorageReadFailed,
     decode_record,
     list_keys,
     pack_segments,
@@ -71,7 +74,8 @@ FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
 COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
 # a file in one of these states may have its record written by this process at any moment
-_RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED)
+_RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED,
+                          FileState.TOMBSTONED)
 
 
 @dataclass
@@ -160,6 +164,12 @@ class KnowledgeBaseState:
     @property
     def in_flight(self) -> set[str]:
         return set(self.files.of(FileState.INGESTING))
+
+    @property
+    def being_removed(self) -> set[str]:
+        """Deleted or failed files whose journal entry ("0 chunks") makes a restart remove what is
+        left of them: no interrupted ingest."""
+        return set(self.files.of(FileState.DELETING)) | set(self.files.of(FileState.TOMBSTONED))
 
     @property
     def journals(self) -> set[str]:
@@ -593,22 +603,32 @@ class KnowledgeBaseState:
             if self.has_vectors:
                 self.empty_mark_stored = False
 
-    async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None) -> None:
-        """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
-        next reconciliation deletes them (`dim`: their dimension, for a KB that never had a vector)."""
+    async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None,
+                           record_sent: bool = False) -> None:
+        """The ingest failed: the file is never an answer again, and whatever of it is stored goes.
+        If its vectors are gone, so goes any record of it, as by a delete: an older version's (the
+        same document id uploaded again) or the one a failed commit sent (`record_sent`: its save
+        may have landed with its answer lost, or land later). Otherwise the next reconciliation
+        deletes the vectors and the record (`dim`: the vectors' dimension, for a KB that never had
+        a vector); after a `record_sent`, only the next process does (TOMBSTONED)."""
         self.unjournalled.pop(file_id, None)
         if vectors_removed:
-            self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
-            await self._clear_journal(store, file_id)
-        else:
-            self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors
-            if dim is not None:
-                self.first_writes[file_id] = dim
-            # A restart must not take a complete set of vectors for a commit whose bookkeeping was
-            # lost: the entry now says "nothing confirmed written" (best effort).
-            for _ in range(COMMIT_SAVE_ATTEMPTS):
-                if await store.write_journal(JournalEntry(file_id, 0, dim)):
-                    break
+            try:
+                await self.delete_file(store, file_id, record_sent=record_sent)  # FAILED: never an answer
+                return
+            except BudgetSpent:
+                pass  # the KB's lock was not free within the hook's time: `reconcile` does it
+        self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors (and record)
+        if dim is not None:
+            self.first_writes[file_id] = dim
+        # A restart must not take a complete set of vectors for a commit whose bookkeeping was
+        # lost: the entry now says "nothing confirmed written" (best effort).
+        for _ in range(COMMIT_SAVE_ATTEMPTS):
+            if await store.write_journal(JournalEntry(file_id, 0, dim)):
+                self.undeleted_journals.discard(file_id)
+                if record_sent:
+                    self.files.move(file_id, FileState.TOMBSTONED)
+                break
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
         """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
@@ -648,18 +668,24 @@ class KnowledgeBaseState:
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str,
-                          delete_vectors: Callable[[], Awaitable[object]] | None = None) -> bool:
+                          delete_vectors: Callable[[], Awaitable[object]] | None = None,
+                          record_sent: bool = False) -> bool:
         """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
-        Returns whether the deletion is durable: no record of the file is left in plugin storage
-        (a stored record would bring the file back after a restart; a stale index snapshot alone
-        cannot, the load drops files without one). Waits for the KB lock no longer than the hook's
-        deadline (BudgetSpent, nothing done: the vectors go under the lock too).
+        Returns whether the deletion is durable: no record of the file is left in plugin storage,
+        or its journal entry, rewritten "0 chunks", makes a restart's `reconcile` remove it (a
+        stored record would bring the file back after a restart; a stale index snapshot alone
+        cannot, the load drops files without one). Storage itself is asked, never a listing that
+        may predate the record. A file with a record save whose outcome is unknown (`record_sent`,
+        or an UNSAVED one: LangBot may finish the save later) keeps that entry for the next
+        process (TOMBSTONED). Waits for the KB lock no longer than the hook's deadline
+        (BudgetSpent, nothing done: the vectors go under the lock too).
 
-        Durable before: nothing (the vectors are gone). After: the record is gone; the index
-        snapshot and journal entry follow as soon as storage takes them (`flush`)."""
+        Durable before: nothing (the vectors are gone). After: the record is gone, or the journal
+        entry names the file; the index snapshot follows as soon as storage takes it (`flush`)."""
         async with holding(self.lock):
             if delete_vectors is not None:
                 await delete_vectors()
+            may_land = record_sent or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED)
             self.files.move(file_id, FileState.DELETING)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
@@ -668,15 +694,22 @@ class KnowledgeBaseState:
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
             gone = await store.delete_record(file_id)
-            if not gone:  # no record to delete is as good
-                gone = self.stored_ids is not None and file_id not in self.stored_ids
-            if gone:
+            if gone and not may_land:
                 self.files.move(file_id, FileState.DELETED)
                 if self.stored_ids is not None:
                     self.stored_ids.discard(file_id)
-            # else DELETING: `flush` deletes the record, or LangBot's retry does
-            await self._clear_journal(store, file_id)
-            return gone
+                await self._clear_journal(store, file_id)
+                return True
+            # A record is left, or LangBot may still write one: the entry keeps a restart from
+            # indexing it and makes its `reconcile` remove it (best effort where storage takes no
+            # write: there a late write cannot land either).
+            marked = await store.write_journal(JournalEntry(file_id, 0))
+            if marked:
+                self.undeleted_journals.discard(file_id)
+            if may_land and (marked or gone):
+                self.files.move(file_id, FileState.TOMBSTONED)  # left to the next process
+            # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
+            return marked or gone
 
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:
@@ -702,6 +735,7 @@ class KnowledgeBaseState:
                     self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
                     if self.stored_ids is not None:
                         self.stored_ids.discard(file_id)
+                    await self._clear_journal(store, file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:
                 return
@@ -781,22 +815,31 @@ class KnowledgeBaseState:
                 self.first_writes.pop(file_id, None)
                 await self.delete_file(store, file_id)  # ABORTED -> DELETED
                 continue
-            entry = await store.read_journal(file_id)
-            if entry is None:  # already settled (or storage cannot tell): JOURNALLED -> as it is
+            try:
+                entry = await store.read_journal(file_id, strict=True)
+            except StorageReadFailed:
+                continue  # unknown yet: it stays JOURNALLED (no answer) for a later upkeep
+            if entry is None:  # already settled: JOURNALLED -> as it is
                 self.files.move(file_id, None)
                 continue
             if self.has_vectors is False:
                 # The stored mark says the KB never got its first vector (it is cleared right after
                 # the first upsert; a file that COMPLETED while it could not be cleared has its
-                # record, since a commit there needs one). A file with a record committed and only
-                # its entry was left: as it is. Any other is no answer: whatever its write (of a
-                # dead process, or a failed one) left goes, without letting Milvus create a wrong
-                # collection; an entry older than `dim` has nothing to re-create it with.
+                # record, since a commit there needs one). A file with a record and an entry of its
+                # chunks committed and only its entry was left: as it is. Any other is no answer
+                # ("0 chunks": failed or deleted, whatever record it has included): whatever its
+                # write (of a dead process, or a failed one) left goes, without letting Milvus
+                # create a wrong collection; an entry older than `dim` has nothing to re-create it
+                # with, and only its record goes.
                 if self.stored_ids is None:
                     continue  # which files have a record is not known yet
-                if file_id in self.stored_ids or entry.dim is None:
+                recorded = file_id in self.stored_ids
+                if (recorded and entry.chunks > 0) or (entry.dim is None and not recorded):
                     self.files.move(file_id, None)
                     await self._clear_journal(store, file_id)
+                    continue
+                if entry.dim is None:
+                    await self.delete_file(store, file_id)  # JOURNALLED -> DELETED
                     continue
                 if entry.chunks and not await store.write_journal(JournalEntry(file_id, 0, entry.dim)):
                     continue  # a restart must never adopt the probe `remove_first_write` writes
@@ -830,8 +873,9 @@ class KnowledgeBaseState:
                 if items:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                 await self.delete_file(store, file_id)
-                logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
-                               self.kb_id, file_id, len(items))
+                if items or entry.chunks:
+                    logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
+                                   self.kb_id, file_id, len(items))
 
     async def rebuild_from_vector_db(self, host: HostApi, collection_id: str, deadline: float = math.inf) -> bool:
         """Repair: forget the keyword index and the "no vectors yet" mark and derive everything

@@ -20,16 +20,24 @@ class FileState(Enum):
     JOURNALLED = "journalled by a dead process"  # its journal entry: reconcile adopts or removes it
     ABORTED = "failed here, vectors may remain"  # maybe a journal entry; reconcile removes the vectors
     UNSAVED = "committed, record not saved yet"  # its journal entry, or nothing if storage is empty
-    DELETING = "vectors deleted, record not yet"  # its record: delete_document answered False
-    DELETED = "deleted"  # nothing
+    # its record, and (if storage took it: delete_document answered True) its journal entry
+    # rewritten "0 chunks", which makes a restart's `reconcile` remove the record
+    DELETING = "vectors deleted, record not yet"
+    DELETED = "deleted, or failed"  # nothing
+    # deleted or failed after a write of it whose outcome is unknown (a record save without an
+    # answer, which LangBot may still finish; or vectors a failed rollback left): its journal entry
+    # "0 chunks" (if storage took it), kept for the next process, whose `reconcile` removes
+    # whatever of it is stored then
+    TOMBSTONED = "gone, a late write of it may still land"
 
 
 # Vectors of files in these states are no answers (and no record is rebuilt from them).
 NOT_ANSWERS = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.DELETING,
-               FileState.DELETED)
+               FileState.DELETED, FileState.TOMBSTONED)
 # Files in these states are never put in the keyword index. (A JOURNALLED file may be: its
 # record says its ingest committed and only the journal entry outlived it.)
-NEVER_INDEXED = (FileState.INGESTING, FileState.ABORTED, FileState.DELETING, FileState.DELETED)
+NEVER_INDEXED = (FileState.INGESTING, FileState.ABORTED, FileState.DELETING, FileState.DELETED,
+                 FileState.TOMBSTONED)
 
 
 class FileTable:

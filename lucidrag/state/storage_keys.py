@@ -6,7 +6,8 @@ builds or parses a key.
     lucidrag/v1/kb/<kb>/meta              the KB's facts (distance metric, "has vectors")
     lucidrag/v1/kb/<kb>/file/<file>       a FileRecord (big ones in parts: <key>#0, #1, ...)
     lucidrag/v1/kb/<kb>/journal/<file>    an ingest that started writing vectors and has not
-                                          committed yet (a crash leaves it behind)
+                                          committed yet (a crash leaves it behind); "0 chunks":
+                                          a failed or deleted file whose leftovers a restart removes
     lucidrag/v1/kb/<kb>/failed/<file>     why a file failed to ingest (shown in the console)
     lucidrag/v1/kb/<kb>/settings          the KB's creation settings as last received (console)
     lucidrag/v1/kb/<kb>/kw/manifest       the keyword index snapshot: which segments are live

@@ -282,12 +282,16 @@ class KbStore:
 
     async def _delete_blob(self, key: str, what: str) -> bool:
         """Parts first, the header last (it names the parts). A header that could not be read is
-        left in place and False returned, so that a later try still finds the parts."""
+        left in place and False returned, so that a later try still finds the parts; a missing
+        one means there is nothing to delete (parts without a header are found as stray parts)."""
         try:
-            count = _part_count(await read_value(self.host, key))
+            head = await read_value(self.host, key)
         except StorageReadFailed as error:
             logger.warning("could not delete %s: its header could not be read (%s)", what, error)
             return False
+        if head is None:
+            return True
+        count = _part_count(head)
         if not all(await run_bounded(lambda n=n: delete_value(self.host, part_key(key, n), what) for n in range(count))):
             return False
         return await delete_value(self.host, key, what)

@@ -331,8 +331,7 @@ def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSe
     for hit in hits:
         file_id = hit.chunk.file_id
         if file_id not in files and len(files) < TOP_FILES:
-            name = hit.chunk.document_name or f"{(hit.format or 'unknown').upper()} file"
-            files[file_id] = (file_id, name[:NAME_CHARS], hit.score)
+            files[file_id] = (file_id, str(hit.metadata()["document_name"])[:NAME_CHARS], hit.score)
     entry = QueryEntry(at=time.time(), question=query[:QUESTION_CHARS] if settings.query_log == "text" else "",
                        digest=question_digest(kb_id, query), mode=settings.search_mode,
                        latency_ms=(time.monotonic() - started) * 1000.0, top_k=settings.top_k,

@@ -14,7 +14,6 @@ one full block (the CPU a write beside a query takes). Asserts nothing.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import sys
 import time

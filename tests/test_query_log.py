@@ -191,3 +191,16 @@ async def test_another_kb_and_another_installation_see_only_their_own_questions(
     assert "not a LucidRAG knowledge base" in data["error"]
 
 
+
+
+async def test_after_a_restart_the_hooks_add_to_the_stored_questions_instead_of_overwriting_them(harness: Harness, host):
+    await kb_with_two_files(harness, host)
+    for n in range(3):
+        await harness.retrieve(KB, f"before the restart {n}")
+    await harness.ingest(KB, "more.txt", b"A third file about wind turbines on the roof.")
+    harness, _ = restarted(host)
+    for n in range(3):
+        await harness.retrieve(KB, f"after the restart {n}")
+    await harness.ingest(KB, "more2.txt", b"A fourth file about heat pumps in the basement.")
+    stored = stored_log_text(host)  # written by the hooks alone, no console opened
+    assert all(f"before the restart {n}" in stored and f"after the restart {n}" in stored for n in range(3))

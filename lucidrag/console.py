@@ -30,12 +30,15 @@ from lucidrag.engine import Engine
 from lucidrag.retrieval.retrieve import Hit, citation
 from lucidrag.state.failures import FailureRecord, forget_failure, list_failures
 from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.querylog import QueryLog
+from lucidrag.state.querystats import WINDOWS, entry_row, summary, to_csv, to_json
 from lucidrag.state.records import FileRecord
 from lucidrag.state.saved_settings import load_creation_settings
 from lucidrag.state.storage_keys import (
     failure_file_ids,
     journal_file_ids,
     kb_ids,
+    query_log_blocks,
     record_file_ids,
 )
 from lucidrag.state.store import KbStore, list_keys
@@ -107,6 +110,9 @@ class Console:
             "/search": self.search,
             "/scan": self.scan,
             "/repair": self.repair,
+            "/analytics": self.analytics,
+            "/analytics/export": self.export_questions,
+            "/analytics/clear": self.clear_questions,
         }
         route = routes.get(endpoint.rstrip("/") or "/")
         if route is None:
@@ -231,7 +237,7 @@ class Console:
             hits = await self.engine.retrieve(
                 self.host, self.installation_id, ref.kb_id, ref.kb_id, query,
                 {"embedding_model_uuid": model or "unknown"},
-                {"top_k": top_k, "search_mode": mode, "context_window": 0}, None)
+                {"top_k": top_k, "search_mode": mode, "context_window": 0}, None, log=False)
         except LucidRagError as error:
             raise ConsoleError(str(error)) from error
         return {"query": query, "mode": mode, "hits": [_hit_row(h) for h in hits],
@@ -273,6 +279,50 @@ class Console:
         orphans = [{"file_id": fid, "vectors": n} for fid, n in sorted(counts.items())
                    if fid not in known and fid not in state.in_flight]
         return {"orphans": orphans, "complete": complete, "scanned": scanned}
+
+    # ------------------------------------------------------------------ questions asked
+    async def _query_log(self, kb_id: str) -> QueryLog:
+        """The KB's query log, everything recorded saved first (so the view survives a restart)."""
+        log = self.engine.installation(self.installation_id).query_log(kb_id)
+        await log.save(self.host, query_log_blocks(await self._storage_keys(), kb_id), force=True)
+        return log
+
+    async def analytics(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The recent questions, newest first, and a summary of the last hour, day and week."""
+        ref = await self._kb(body)
+        log = await self._query_log(ref.kb_id)
+        entries = log.entries()
+        state = await self._state(ref.kb_id)
+        known = state.known_files()
+        named = sorted(known)[:MAX_LISTED_FILES]
+        records = await state.file_records(self.host, ref.kb_id, named)
+        names = {fid: record.name or f"{(record.format or 'unknown').upper()} file" for fid, record in records.items()}
+        now = time.time()
+        return {
+            "kb_id": ref.kb_id,
+            "questions": [entry_row(e) for e in entries],
+            "kept": len(entries),
+            "capacity": log.capacity,
+            "unreadable": not log.loaded,  # older questions in storage could not be read (yet)
+            "windows": {name: summary(entries, now - seconds, known, names) for name, seconds in WINDOWS.items()},
+        }
+
+    async def export_questions(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        entries = (await self._query_log(ref.kb_id)).entries()
+        kind = "csv" if body.get("format") == "csv" else "json"
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        return {"filename": f"lucidrag-questions-{stamp}.{kind}", "count": len(entries),
+                "mime": "text/csv" if kind == "csv" else "application/json",
+                "content": to_csv(entries) if kind == "csv" else to_json(entries)}
+
+    async def clear_questions(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        ref = await self._kb(body)
+        log = self.engine.installation(self.installation_id).query_log(ref.kb_id)
+        if not await log.clear(self.host, query_log_blocks(await self._storage_keys(), ref.kb_id)):
+            raise ConsoleError("The questions are cleared here, but LangBot's plugin storage did not delete all "
+                               "of them; they are deleted with the next requests. Click Clear again to retry now.")
+        return {"cleared": True}
 
     # ------------------------------------------------------------------ repairs
     async def repair(self, body: Mapping[str, Any]) -> dict[str, Any]:

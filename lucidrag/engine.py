@@ -23,16 +23,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from lucidrag.base.alongside import hook_scope
+from lucidrag.base.alongside import beside, hook_scope
 from lucidrag.base.budget import IngestDeadlines, budget, hook_budget, remaining
-from lucidrag.base.errors import PluginStorageFailure, VectorStoreFailure
+from lucidrag.base.errors import LucidRagError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe, is_kb_gone
-from lucidrag.base.settings import parse_creation_settings, parse_retrieval_settings
+from lucidrag.base.settings import RetrievalSettings, parse_creation_settings, parse_retrieval_settings
 from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
 from lucidrag.state.kbstate import KnowledgeBaseState, remove_first_write
+from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
 from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
 
@@ -60,6 +61,13 @@ class Installation:
     discovered: bool = False  # unfinished work of an earlier process looked for
     snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
+    query_logs: dict[str, QueryLog] = field(default_factory=dict)  # the console's recent questions per KB
+
+    def query_log(self, kb_id: str) -> QueryLog:
+        log = self.query_logs.get(kb_id)
+        if log is None:
+            log = self.query_logs[kb_id] = QueryLog(kb_id)
+        return log
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
@@ -76,11 +84,12 @@ R = TypeVar("R")
 
 def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
                    ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
-    """What a hook starts beside its own work (reading a KB's index snapshot) ends before it
-    returns (base/alongside.py)."""
+    """What a hook starts beside its own work (reading a KB's index snapshot, saving the query
+    logs) ends before it returns (base/alongside.py)."""
     @functools.wraps(hook)
     async def run(self: Engine, host: HostApi, installation_id: str, *args: P.args, **kwargs: P.kwargs) -> R:
         async with hook_scope():
+            self._save_query_logs_beside(host, self.installation(installation_id), eager=hook.__name__ != "retrieve")
             return await hook(self, host, installation_id, *args, **kwargs)
     return run
 
@@ -126,11 +135,28 @@ class Engine:
     @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
                        query: str, creation_settings: Mapping[str, Any],
-                       retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None) -> list[Hit]:
-        creation = parse_creation_settings(creation_settings)
+                       retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None,
+                       log: bool = True) -> list[Hit]:
+        """The hits for `query`. With `log` (a user's question, not the console's), the question
+        is recorded in the KB's query log as the retrieval setting `query_log` says."""
+        started = time.monotonic()
         settings = parse_retrieval_settings(retrieval_settings)
-        where = normalise_filters(filters)
         inst = self.installation(installation_id)
+        try:
+            hits = await self._retrieve(host, inst, kb_id, collection_id, query, creation_settings, settings, filters)
+        except LucidRagError as error:
+            if log:
+                _log_query(inst, kb_id, query, settings, started, [], str(error))
+            raise
+        if log:
+            _log_query(inst, kb_id, query, settings, started, hits)
+        return hits
+
+    async def _retrieve(self, host: HostApi, inst: Installation, kb_id: str, collection_id: str, query: str,
+                        creation_settings: Mapping[str, Any], settings: RetrievalSettings,
+                        filters: Mapping[str, Any] | None) -> list[Hit]:
+        creation = parse_creation_settings(creation_settings)
+        where = normalise_filters(filters)
         state = inst.kb(kb_id)
         with hook_budget("retrieve"):
             # After a restart the KB's queries read its keyword index beside their own work.
@@ -208,6 +234,9 @@ class Engine:
         # listings below, so that they find it.
         if state is not None and not await state.writes.close(remaining() * KB_DELETE_DRAIN_SHARE):
             logger.warning("kb=%s: an upload's write did not finish before the knowledge base's deletion", kb_id)
+        log = inst.query_logs.pop(kb_id, None)
+        if log is not None:
+            log.closed = True  # its blocks go with the KB's other keys
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):
             snapshot = await list_keys(host)
@@ -245,6 +274,13 @@ class Engine:
             logger.warning("kb=%s: knowledge base deletion continues with the next requests (%d files so far)",
                            kb_id, job.deleted)
         return done
+
+    # ------------------------------------------------------------------ query logs
+    def _save_query_logs_beside(self, host: HostApi, inst: Installation, eager: bool) -> None:
+        """Write the query logs that are due (`QueryLog.due`), beside the hook and never waited
+        for: a write cut short when the hook ends is made again by a later hook."""
+        if any(log.due(eager) for log in inst.query_logs.values()):
+            beside("query-logs", lambda: _save_query_logs(host, inst, eager), drain=False)
 
     # ------------------------------------------------------------------ unfinished work
     async def _upkeep(self, host: HostApi, inst: Installation, hook: str,
@@ -320,6 +356,29 @@ class Engine:
                 if state.has_vectors is None:
                     meta = await KbStore(host, kb_id).load_meta()
                     state.has_vectors = meta.has_vectors if meta else None
+
+
+def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSettings, started: float,
+               hits: list[Hit], error: str = "") -> None:
+    if settings.query_log == "off":
+        return
+    files: dict[str, tuple[str, str, float]] = {}
+    for hit in hits:
+        file_id = hit.chunk.file_id
+        if file_id not in files and len(files) < TOP_FILES:
+            files[file_id] = (file_id, str(hit.metadata()["document_name"])[:NAME_CHARS], hit.score)
+    entry = QueryEntry(at=time.time(), question=query[:QUESTION_CHARS] if settings.query_log == "text" else "",
+                       digest=question_digest(kb_id, query), mode=settings.search_mode,
+                       latency_ms=(time.monotonic() - started) * 1000.0, top_k=settings.top_k,
+                       results=len(hits), files=tuple(files.values()), error=error[:QUESTION_CHARS])
+    inst.query_log(kb_id).record(entry, settings.query_log_size)
+
+
+async def _save_query_logs(host: HostApi, inst: Installation, eager: bool) -> None:
+    """Once this process knows which blocks storage holds (the listing made at its first hook)."""
+    for kb_id, log in list(inst.query_logs.items()):
+        if inst.snapshot is not None and log.due(eager):
+            await log.save(host, inst.snapshot.query_log_blocks(kb_id), eager=eager)
 
 
 async def _first_writes(store: KbStore, state: KnowledgeBaseState | None,

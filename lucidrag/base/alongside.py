@@ -8,6 +8,8 @@ such a scope for one hook and `beside` starts a task in it (one per key). When t
 work is done, the scope tells the tasks to stop (`stopping`): they start no new call, and the
 scope waits for the calls already made (at most DRAIN_S: an answer dropped is work LangBot did
 for nothing) before it cancels what is left. So the hook returns with nothing of it running.
+Work started with `drain=False` (writes that a later hook can simply repeat) is cancelled at once
+instead: the hook never waits for it.
 The tasks inherit the hook's context: its invocation and its deadline (base/budget.py).
 """
 
@@ -29,6 +31,7 @@ DRAIN_S = 0.5  # how long a hook waits, at most, for the calls its tasks have in
 @dataclass
 class _Scope:
     tasks: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    undrained: set[str] = field(default_factory=set)  # keys of tasks cancelled without a wait
     stop: bool = False
 
 
@@ -50,8 +53,11 @@ async def hook_scope() -> AsyncIterator[None]:
         _scope.reset(token)
         scope.stop = True
         running = [t for t in scope.tasks.values() if not t.done()]
-        if running:
-            await asyncio.wait(running, timeout=DRAIN_S)
+        for key in scope.undrained:
+            scope.tasks[key].cancel()
+        draining = [t for t in running if not t.cancelling()]
+        if draining:
+            await asyncio.wait(draining, timeout=DRAIN_S)
         for task in running:
             task.cancel()
         for task, outcome in zip(running, await asyncio.gather(*running, return_exceptions=True)):
@@ -59,15 +65,18 @@ async def hook_scope() -> AsyncIterator[None]:
                 logger.warning("work beside the request stopped (%s: %s)", task.get_name(), outcome)
 
 
-def beside(key: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> asyncio.Task[Any] | None:
+def beside(key: str, work: Callable[[], Coroutine[Any, Any, Any]], drain: bool = True) -> asyncio.Task[Any] | None:
     """Start `work()` beside the current hook unless work under `key` runs there already. Returns
-    the task that runs it (None outside a scope, or once the hook is ending: nothing starts)."""
+    the task that runs it (None outside a scope, or once the hook is ending: nothing starts).
+    With `drain=False` the hook's end cancels it without waiting for its calls in flight."""
     scope = _scope.get()
     if scope is None or scope.stop:
         return None
     running = scope.tasks.get(key)
     if running is None or running.done():
         running = scope.tasks[key] = asyncio.create_task(work(), name=key)
+        if not drain:
+            scope.undrained.add(key)
     return running
 
 

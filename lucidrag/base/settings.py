@@ -16,14 +16,18 @@ from lucidrag.base.errors import SettingsError
 
 ChunkingMode = Literal["structure", "fixed", "parent_child"]
 SearchMode = Literal["hybrid", "vector", "keyword"]
+QueryLogMode = Literal["text", "hash", "off"]
 
 CHUNKING_MODES: tuple[str, ...] = ("structure", "fixed", "parent_child")
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
+QUERY_LOG_MODES: tuple[str, ...] = ("text", "hash", "off")  # what the console's query log keeps
 
 MIN_CHUNK_SIZE = 64
 MAX_CHUNK_SIZE = 8000
 MAX_TOP_K = 50
 MAX_CONTEXT_WINDOW = 3
+MIN_QUERY_LOG_SIZE = 10
+MAX_QUERY_LOG_SIZE = 10_000
 
 CREATION_DEFAULTS: dict[str, Any] = {
     "chunking": "structure",
@@ -38,6 +42,8 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "score_threshold": 0.0,
     "rerank_model_uuid": "",
     "context_window": 0,
+    "query_log": "text",
+    "query_log_size": 1000,
 }
 
 
@@ -63,6 +69,8 @@ class RetrievalSettings:
     score_threshold: float = RETRIEVAL_DEFAULTS["score_threshold"]
     rerank_model_uuid: str = RETRIEVAL_DEFAULTS["rerank_model_uuid"]
     context_window: int = RETRIEVAL_DEFAULTS["context_window"]
+    query_log: QueryLogMode = RETRIEVAL_DEFAULTS["query_log"]
+    query_log_size: int = RETRIEVAL_DEFAULTS["query_log_size"]
 
 
 def parse_creation_settings(raw: Mapping[str, Any] | None) -> CreationSettings:
@@ -112,7 +120,12 @@ def parse_retrieval_settings(raw: Mapping[str, Any] | None) -> RetrievalSettings
     window = _as_int(raw.get("context_window", RETRIEVAL_DEFAULTS["context_window"]), "context_window")
     if not 0 <= window <= MAX_CONTEXT_WINDOW:
         raise SettingsError(f"context_window ({window}) must be between 0 and {MAX_CONTEXT_WINDOW}.")
-    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window)  # type: ignore[arg-type]
+    log = _as_choice(raw.get("query_log", RETRIEVAL_DEFAULTS["query_log"]), "query_log", QUERY_LOG_MODES)
+    log_size = _as_int(raw.get("query_log_size", RETRIEVAL_DEFAULTS["query_log_size"]), "query_log_size")
+    if not MIN_QUERY_LOG_SIZE <= log_size <= MAX_QUERY_LOG_SIZE:
+        raise SettingsError(f"query_log_size ({log_size}) must be between {MIN_QUERY_LOG_SIZE} and "
+                            f"{MAX_QUERY_LOG_SIZE}.")
+    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window, log, log_size)  # type: ignore[arg-type]
 
 
 def _as_int(value: Any, name: str) -> int:

@@ -12,6 +12,7 @@ builds or parses a key.
     lucidrag/v1/kb/<kb>/settings          the KB's creation settings as last received (console)
     lucidrag/v1/kb/<kb>/kw/manifest       the keyword index snapshot: which segments are live
     lucidrag/v1/kb/<kb>/kw/seg/<name>     one immutable keyword-index segment (in parts #0, #1...)
+    lucidrag/v1/kb/<kb>/qlog/<n>          block n of the KB's recent questions (querylog.py)
     lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
 """
 
@@ -52,6 +53,15 @@ def index_manifest_key(kb_id: str) -> str:
 
 def index_segment_key(kb_id: str, name: str) -> str:
     return f"{kb_prefix(kb_id)}kw/seg/{name}"
+
+
+def query_log_block_key(kb_id: str, number: int) -> str:
+    return f"{kb_prefix(kb_id)}qlog/{number}"
+
+
+def query_log_blocks(keys: list[str], kb_id: str) -> list[int]:
+    """The numbers of the KB's stored query-log blocks, from a full key listing."""
+    return sorted(int(n) for n in _ids_under(keys, kb_prefix(kb_id) + "qlog/") if n.isdigit())
 
 
 def kb_ids(keys: list[str]) -> list[str]:
@@ -110,7 +120,7 @@ def keys_of_kb(keys: list[str], kb_id: str) -> list[str]:
 
 
 KeyGroups = dict[tuple[str, str], list[str]]
-"""(kb id, kind) -> ids, kind being "file", "journal", "failed" or "kw/seg"."""
+"""(kb id, kind) -> ids, kind being "file", "journal", "failed", "kw/seg" or "qlog"."""
 
 
 def group_keys(keys: list[str]) -> KeyGroups:

@@ -98,6 +98,9 @@ class KeySnapshot:
     def index_segments(self, kb_id: str) -> list[str]:
         return sorted(self.groups.get((kb_id, "kw/seg"), ()))
 
+    def query_log_blocks(self, kb_id: str) -> list[int]:
+        return sorted(int(n) for n in self.groups.get((kb_id, "qlog"), ()) if n.isdigit())
+
     def has_meta(self, kb_id: str) -> bool:
         return meta_key(kb_id) in self.keys
 

@@ -1,7 +1,8 @@
 """Spreadsheets (.xlsx/.xlsm/.xls/.xlsb/.ods via python-calamine) and delimited text (.csv/.tsv).
 
 Each sheet becomes one Markdown table section (header = first non-empty row, page = sheet
-number, heading = sheet name). Rows are streamed and rendered one at a time."""
+number, heading = sheet name), unless its header names a question and an answer column: then
+each question–answer pair is a section of its own (faq.py). Rows are streamed one at a time."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import csv
 import datetime as dt
 import io
 import logging
+import re
+from collections.abc import Iterable, Iterator
 
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import TableWriter
+from .faq import faq_columns, faq_sections
 from .text import decode_text, require_content
 
 logger = logging.getLogger(__name__)
@@ -67,6 +71,36 @@ def format_cell(value: object) -> str:
     return str(value)
 
 
+_DEFAULT_SHEET = re.compile(r"(sheet|工作表|表)\s*\d*", re.IGNORECASE)
+
+
+def sheet_sections(rows: Iterable[list[str]], headings: tuple[str, ...], page: int | None) -> tuple[list[Section], bool]:
+    """A sheet's sections and whether it is an FAQ: one per question–answer pair, or one table."""
+    rows = iter(rows)
+    header = next((row for row in rows if any(cell.strip() for cell in row)), None)
+    if header is None:
+        return [], False
+    columns = faq_columns(header)
+    if columns is not None:
+        return list(faq_sections(header, columns, rows, page)), True
+    writer = TableWriter()
+    writer.add_row(header)
+    for row in rows:
+        writer.add_row(row)
+    return [Section(text=writer.render(), headings=headings, page=page, is_table=True)], False
+
+
+def _faq_title(sheet_names: Iterable[str]) -> str:
+    """An FAQ file's name: its FAQ sheet's own name, unless that is a default one ("Sheet1")."""
+    named = [n.strip() for n in sheet_names if n.strip() and not _DEFAULT_SHEET.fullmatch(n.strip())]
+    return named[0] if named else "FAQ"
+
+
+def _cells(rows: Iterable[list[object]]) -> Iterator[list[str]]:
+    for row in rows:
+        yield [v if type(v) is str else format_cell(v) for v in row]
+
+
 def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
     from python_calamine import CalamineError, CalamineWorkbook, PasswordError
 
@@ -90,21 +124,19 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
 
     sections: list[Section] = []
     skipped: list[str] = []
+    faq_sheets: list[str] = []
     try:
         for number, name in enumerate(workbook.sheet_names, start=1):
             try:
                 sheet = workbook.get_sheet_by_name(name)
-                writer = TableWriter()
-                add_row = writer.add_row
-                for row in sheet.iter_rows():
-                    add_row([v if type(v) is str else format_cell(v) for v in row])
+                found, is_faq = sheet_sections(_cells(sheet.iter_rows()), (name.strip() or f"Sheet {number}",), number)
             except CalamineError as exc:
                 logger.warning("sheet %d skipped: %s", number, type(exc).__name__)
                 skipped.append(name)
                 continue
-            if writer.lines:
-                sections.append(Section(text=writer.render(), headings=(name.strip() or f"Sheet {number}",),
-                                        page=number, is_table=True))
+            sections.extend(found)
+            if is_faq and found:
+                faq_sheets.append(name)
     finally:
         workbook.close()
     if not sections:
@@ -113,7 +145,9 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
                              "Re-save it in Excel/WPS/LibreOffice and upload it again.")
         raise ParseError(f"This .{label} spreadsheet has no data: every sheet is empty.")
     fmt = {".xls": "xls", ".ods": "ods", ".xlsb": "xlsb"}.get(ext, "xlsx")
-    return Document(sections=tuple(sections), format=fmt,
+    # An FAQ's first heading is its first question: name the file by its FAQ sheet instead.
+    title = _faq_title(faq_sheets) if faq_sheets and not sections[0].is_table else ""
+    return Document(sections=tuple(sections), format=fmt, title=title,
                     metadata={"sheet_count": len(workbook.sheet_names)})
 
 
@@ -124,18 +158,16 @@ def parse_delimited(data: bytes, ext: str = ".csv") -> Document:
         text = text[1:]
     require_content(text, label)
     delimiter = "\t" if ext == ".tsv" else _sniff(text)
-    writer = TableWriter()
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        for row in reader:
-            writer.add_row(row)
+        sections, is_faq = sheet_sections(reader, (), None)
     except csv.Error as exc:
         raise ParseError(f"This {label} is malformed near line {reader.line_num} ({exc}). "
                          "Re-export it as CSV and upload it again.") from None
-    if not writer.lines:
+    if not sections:
         raise ParseError(f"This {label} has no data rows.")
-    return Document(sections=(Section(text=writer.render(), is_table=True),),
-                    format="tsv" if delimiter == "\t" else "csv")
+    return Document(sections=tuple(sections), format="tsv" if delimiter == "\t" else "csv",
+                    title="FAQ" if is_faq else "")
 
 
 def _sniff(text: str) -> str:

@@ -62,6 +62,14 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
     return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
                       ocr=dict(ocr or {}))
 
+def upsert_order(chunks: int) -> list[int]:
+    """The first chunk index of each upsert batch, in the order they are written: the batch with
+    chunk 0 goes last, so a file whose chunk-0 vector is stored has all of its vectors (its
+    completion mark in the vector DB, `KnowledgeBaseState._record_from_vectors`)."""
+    starts = list(range(0, chunks, UPSERT_BATCH))
+    return starts[1:] + starts[:1]
+
+
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                       request: IngestRequest) -> IngestOutcome:
     document = request.parsed or await _read_and_parse(host, request)
@@ -91,7 +99,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             "track of it. Nothing was kept; upload the file again."
         )
     try:
-        for start in range(0, len(record.chunks), UPSERT_BATCH):
+        for n, start in enumerate(upsert_order(len(record.chunks))):
             batch = record.chunks[start : start + UPSERT_BATCH]
 
             def upsert(b=batch, s=start):
@@ -102,14 +110,14 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     metadata=[c.metadata(record.format) for c in b],
                     documents=[c.text for c in b],
                 ))
-            if start == 0 and state.metric is None:
+            if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some
                 # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
                 async with state.first_write:
                     await upsert()
             else:
                 await upsert()
-            if start == 0:
+            if n == 0:
                 await state.first_vectors_written(store)
         if state.metric is None:
             await _calibrate(host, state, store, request, record, vectors)

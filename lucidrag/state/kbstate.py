@@ -102,7 +102,8 @@ class KnowledgeBaseState:
     # -> their dimension): `remove_first_write` removes them
     first_writes: dict[str, int] = field(default_factory=dict)
     # INGESTING files without a journal entry (file id -> chunks): begun while plugin storage held
-    # nothing of the KB and failed the write, so a restart finds them in the vector DB
+    # nothing of the KB and failed the write, so a restart finds them in the vector DB; and ABORTED
+    # ones whose "0 chunks" entry failed too (0)
     unjournalled: dict[str, int] = field(default_factory=dict)
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
@@ -584,7 +585,7 @@ class KnowledgeBaseState:
             if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
                 return False
         for file_id, chunks in list(self.unjournalled.items()):
-            if not await store.write_journal(JournalEntry(file_id, chunks)):
+            if not await store.write_journal(JournalEntry(file_id, chunks, self.first_writes.get(file_id))):
                 return False
             self.unjournalled.pop(file_id, None)
         return True
@@ -612,7 +613,7 @@ class KnowledgeBaseState:
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None) -> None:
         """The ingest failed. Its journal entry goes only once its vectors are gone; otherwise the
         next reconciliation deletes them (`dim`: their dimension, for a KB that never had a vector)."""
-        self.unjournalled.pop(file_id, None)
+        unjournalled = self.unjournalled.pop(file_id, None) is not None
         if vectors_removed:
             self.files.move(file_id, FileState.DELETED)  # FAILED: never an answer
             await self._clear_journal(store, file_id)
@@ -625,6 +626,9 @@ class KnowledgeBaseState:
             for _ in range(COMMIT_SAVE_ATTEMPTS):
                 if await store.write_journal(JournalEntry(file_id, 0, dim)):
                     break
+            else:
+                if unjournalled:  # still named by storage's emptiness alone: journalled before a first save
+                    self.unjournalled[file_id] = 0
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
         """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
@@ -660,12 +664,18 @@ class KnowledgeBaseState:
             return True
         if self.never_had_vectors:
             return False  # nothing to find
+        store = KbStore(host, self.kb_id)
+        # the probe is a one-vector ingest: named by a journal entry (or storage's emptiness) first
+        if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
+            return False
         try:
             await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write)
         except Exception as error:  # noqa: BLE001 - the next query tries again
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
+            await self.abort_ingest(store, PROBE_FILE_ID, False, dim)  # `reconcile` removes what it left
             return False
+        await self.abort_ingest(store, PROBE_FILE_ID, True)
         self.fresh = False
         return True
 
@@ -695,6 +705,7 @@ class KnowledgeBaseState:
             if delete_vectors is not None:
                 await delete_vectors()
             self.files.move(file_id, FileState.DELETING)
+            self.unjournalled.pop(file_id, None)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.unrecorded.discard(file_id)

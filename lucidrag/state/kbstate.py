@@ -144,8 +144,9 @@ class KnowledgeBaseState:
 
     @property
     def never_had_vectors(self) -> bool:
-        """The stored meta says this KB never had a vector, and nothing here says otherwise (not
-        merely unknown, as while the meta cannot be read: `fresh` covers that too)."""
+        """This KB never had a vector (the stored mark says so, or this process created it), and
+        nothing here says otherwise (not merely unknown, as while the meta cannot be read or
+        storage holds nothing of the KB: `fresh` covers that too)."""
         return self.fresh and self.has_vectors is False
 
     @property

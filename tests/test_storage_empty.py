@@ -161,3 +161,32 @@ async def test_a_file_committed_while_storage_was_empty_survives_the_first_recor
     again = restarted(host)
     for mode in ("keyword", "vector", "hybrid"):
         assert "solar" in await files_found(again, "solar array kilowatts", {"search_mode": mode}), mode
+
+
+async def test_vectors_a_failed_ingest_left_while_storage_was_empty_are_removed_after_the_first_save_and_a_restart():
+    host = FakePlugin()
+    harness = Harness(host)
+    host.fail("set_plugin_storage")
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    real_upsert, calls = host.vector_upsert, []
+
+    async def second_batch_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("vector_upsert: simulated failure")
+        return await real_upsert(*args, **kwargs)
+
+    host.vector_upsert = second_batch_fails
+    host.fail("vector_delete")
+    assert (await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")).status == DocumentStatus.FAILED
+    host.vector_upsert = real_upsert
+    host.faults.clear()
+    host.fail("vector_delete")  # storage works again; the vector DB still refuses deletes
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert any(k.endswith(f"{KB}/file/solar") for k in host.storage)  # storage is no longer empty
+    back = restarted(host)
+    for _ in range(3):
+        await back.retrieve(KB, "anything")
+    assert host.vectors_of(KB, "big") == []
+    assert "tea" in await files_found(back, "Tieguanyin oolong", KEYWORD)

@@ -62,6 +62,7 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
     return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
                       ocr=dict(ocr or {}))
 
+
 def upsert_order(chunks: int) -> list[int]:
     """The first chunk index of each upsert batch, in the order they are written: the batch with
     chunk 0 goes last, so a file whose chunk-0 vector is stored has all of its vectors (its

@@ -111,11 +111,17 @@ class Engine:
     @_in_hook_scope
     async def create_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> None:
         """Remember that the new KB has no vectors yet, so that nothing touches the vector DB before
-        its first upsert (see KnowledgeBaseState.fresh). Best effort."""
+        its first upsert (see KnowledgeBaseState.fresh): in this process whatever storage does, in
+        plugin storage as soon as it takes the mark (upkeep retries it)."""
         inst = self.installation(installation_id)
+        state = inst.kb(kb_id)
+        if state.has_vectors is None:
+            state.has_vectors = False
         with hook_budget("create"):
             if await KbStore(host, kb_id).save_meta(KbMeta(None, False)):
-                inst.kb(kb_id).meta_stored = True  # (a listing made before would say otherwise)
+                state.meta_stored = True  # (a listing made before would say otherwise)
+            else:
+                state.meta_dirty = True
             await self._upkeep(host, inst, "create")
 
     @_in_hook_scope
@@ -167,12 +173,25 @@ class Engine:
             wait_s = (math.inf if where else {"keyword": KEYWORD_WAIT_S, "hybrid": QUERY_LOAD_WAIT_S}
                       .get(settings.search_mode, 0.0))
             await state.ensure_loaded(host, collection_id, wait_s=wait_s)
+            if state.fresh and not state.never_had_vectors and await self._open_collection(
+                    host, inst, state, collection_id, creation.embedding_model_uuid, query):
+                await state.ensure_loaded(host, collection_id, wait_s=wait_s)  # its files are looked for now
             await self._upkeep(host, inst, "retrieve", first=state)
             if state.fresh and not state.has_files():
                 return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
             embedder = Embedder(host, inst.cache, inst.batch_sizes)
             request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
             return await retrieve(host, state, embedder, request)
+
+    async def _open_collection(self, host: HostApi, inst: Installation, state: KnowledgeBaseState,
+                               collection_id: str, model: str, query: str) -> bool:
+        """`KnowledgeBaseState.open_collection` with the model's dimension, learnt from the query."""
+        try:
+            dim = len(await Embedder(host, inst.cache, inst.batch_sizes).embed_query(model, query))
+        except Exception as error:  # noqa: BLE001 - then the query is answered as from an empty KB
+            logger.warning("kb=%s: the embedding model did not answer (%s)", state.kb_id, describe(error))
+            return False
+        return await state.open_collection(host, collection_id, dim)
 
     @_in_hook_scope
     async def delete_document(self, host: HostApi, installation_id: str, kb_id: str, document_id: str) -> None:
@@ -244,7 +263,11 @@ class Engine:
             if state is not None:
                 file_ids.update(state.known_files())
             meta = await store.load_meta()
-            never_written = (not file_ids and meta is not None and meta.has_vectors is False
+            # The stored mark, or (not stored: the write at creation failed) this process's
+            # knowledge, says the KB never had a vector. Where nothing says either, the vectors are
+            # looked for: an empty collection is what LangBot keeps of every deleted KB anyway.
+            mark = meta.has_vectors if meta is not None else (state.has_vectors if state is not None else None)
+            never_written = (not file_ids and mark is False
                              and (state is None or state.has_vectors is not True))
             # ... but a first write whose outcome is unknown (its answer lost) may have left vectors
             first_writes: dict[str, int] = {}

@@ -66,6 +66,7 @@ async def test_delete_document_removes_every_vector_and_it_is_never_answered_aga
 
 
 async def test_delete_of_a_document_without_vectors_returns_true(harness: Harness):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     assert await harness.component.delete_document(KB, "never-ingested") is True
 
 

@@ -35,6 +35,7 @@ BAD_FILES = [
 
 @pytest.mark.parametrize("name, data, message", BAD_FILES, ids=[b[0] for b in BAD_FILES])
 async def test_bad_file_fails_with_an_actionable_message_and_leaves_nothing(harness: Harness, host, name, data, message):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     result = await harness.ingest(KB, name, data)
     assert result.status == DocumentStatus.FAILED
     assert result.document_id  # the host needs the id to let the user delete the failed file

@@ -280,6 +280,7 @@ async def test_repair_rebuilds_a_kb_whose_records_storage_lost(harness: Harness,
 
 
 async def test_a_kb_whose_records_are_all_in_memory_is_not_rebuilt_from_the_vector_db(harness: Harness, host):
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar array")
     assert host.calls["vector_list"] == 0

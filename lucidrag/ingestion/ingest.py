@@ -77,6 +77,14 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
                       ocr=dict(ocr or {}))
 
 
+def upsert_order(chunks: int) -> list[int]:
+    """The first chunk index of each upsert batch, in the order they are written: the batch with
+    chunk 0 goes last, so a file whose chunk-0 vector is stored has all of its vectors (its
+    completion mark in the vector DB, `KnowledgeBaseState._record_from_vectors`)."""
+    starts = list(range(0, chunks, UPSERT_BATCH))
+    return starts[1:] + starts[:1]
+
+
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
                       deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]]) -> IngestOutcome:
     """Ingest one file; the one place that decides its outcome. Returns only once the file is
@@ -146,7 +154,7 @@ async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) ->
 
 async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
                          record: FileRecord, vectors: np.ndarray) -> None:
-    for start in range(0, len(record.chunks), UPSERT_BATCH):
+    for n, start in enumerate(upsert_order(len(record.chunks))):
         batch = record.chunks[start : start + UPSERT_BATCH]
 
         def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
@@ -158,14 +166,14 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
                 documents=[c.text for c in b],
             ))
         async with state.writes.write():
-            if start == 0 and state.metric is None:
+            if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some
                 # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
                 async with state.first_write:
                     await upsert()
             else:
                 await upsert()
-            if start == 0:
+            if n == 0:
                 await state.first_vectors_written(store)
     if state.metric is None:
         async with state.writes.write():

@@ -73,6 +73,7 @@ INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
 ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
 COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
+PROBE_FILE_ID = "lucidrag-probe"  # the file id of `open_collection`'s probe vector (no file has it)
 # a file in one of these states may have its record written by this process at any moment
 _RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED,
                           FileState.TOMBSTONED)
@@ -85,10 +86,12 @@ class KnowledgeBaseState:
     records: RecordCache = field(default_factory=RecordCache)
     metric: Metric | None = None
     loaded: bool = False
-    # True when plugin storage says this KB never had a vector (meta written at KB creation) and
-    # nothing else says otherwise: then nothing may touch the vector DB before the first upsert --
-    # LangBot's Milvus adapter creates a missing collection with dimension 1536 on any
-    # search/list/delete, which then refuses every vector of another dimension.
+    # True while the KB's collection may not exist: plugin storage says the KB never had a vector
+    # (meta written at KB creation), cannot say (the meta unreadable), or holds nothing of the KB,
+    # and nothing else says otherwise. Then nothing may touch the vector DB but an upsert of the
+    # model's vectors (an ingest's, or `open_collection`'s probe) -- LangBot's Milvus adapter
+    # creates a missing collection with dimension 1536 on any search/list/delete, which then
+    # refuses every vector of another dimension.
     fresh: bool = False
     has_vectors: bool | None = None  # what the stored meta says (None: unknown)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
@@ -105,7 +108,8 @@ class KnowledgeBaseState:
     # -> their dimension): `remove_first_write` removes them
     first_writes: dict[str, int] = field(default_factory=dict)
     # INGESTING files without a journal entry (file id -> chunks): begun while plugin storage held
-    # nothing of the KB and failed the write, so a restart finds them in the vector DB
+    # nothing of the KB and failed the write, so a restart finds them in the vector DB; and ABORTED
+    # ones whose "0 chunks" entry failed too (0)
     unjournalled: dict[str, int] = field(default_factory=dict)
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
@@ -146,8 +150,9 @@ class KnowledgeBaseState:
 
     @property
     def never_had_vectors(self) -> bool:
-        """The stored meta says this KB never had a vector, and nothing here says otherwise (not
-        merely unknown, as while the meta cannot be read: `fresh` covers that too)."""
+        """This KB never had a vector (the stored mark says so, or this process created it), and
+        nothing here says otherwise (not merely unknown, as while the meta cannot be read or
+        storage holds nothing of the KB: `fresh` covers that too)."""
         return self.fresh and self.has_vectors is False
 
     @property
@@ -228,7 +233,7 @@ class KnowledgeBaseState:
                     if not self.files.is_answer(record.file_id):
                         continue
                     self.records.put(record)
-                    if await store.save_record(record):
+                    if await self._save_record(store, record):
                         self._recorded(record.file_id)
                     else:
                         self.files.move(record.file_id, FileState.UNSAVED, record)
@@ -245,6 +250,12 @@ class KnowledgeBaseState:
             self.to_index[file_id] = None
 
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
+        """The file's record rebuilt from its vectors, if they are all there: an ingest writes the
+        batch with chunk 0 last (`ingest.upsert_order`), so vectors without chunk 0 are what an
+        ingest that failed or died left (a rollback that failed where nothing durable names the
+        file: storage writes failing). Such a file nothing else names is ABORTED: never an
+        answer, and `reconcile` deletes its vectors."""
+        first = chunk_uuid(file_id, 0)
         try:
             items = await with_retries(lambda: file_vectors(
                 host, collection_id, file_id, chunk_id_at=lambda i: chunk_uuid(file_id, i)))
@@ -254,6 +265,12 @@ class KnowledgeBaseState:
             return None
         if not items:
             self.unrecorded.discard(file_id)  # deleted while the index snapshot lagged
+            return None
+        if not any(str(item.get("id")) == first for item in items):
+            if file_id not in self.files and file_id not in self.index and file_id not in self.unrecorded:
+                self.files.move(file_id, FileState.ABORTED)
+                logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
+                               self.kb_id, file_id, len(items))
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
         return record if record.chunks else None
@@ -436,9 +453,11 @@ class KnowledgeBaseState:
                 self.index_dirty = self.index_dirty or bool(gone)
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not len(self.index) and not self.to_index:
-            if self.has_vectors is False or (self.meta_unknown and self.has_vectors is None):
-                self.fresh = True  # (while the mark is unread, as if it said so: `_reread_meta`)
-            elif self._storage_is_empty():  # storage has nothing: look in the vector DB (`ensure_loaded`)
+            empty = self._storage_is_empty()
+            if self.has_vectors is False or (self.has_vectors is None and (self.meta_unknown or empty)):
+                self.fresh = True  # the collection may not exist (`_reread_meta`, `open_collection`)
+            if empty and self.has_vectors is not False:
+                # storage has nothing: look in the vector DB (`ensure_loaded`, once it may be touched)
                 self.look_in_vector_db = True
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
@@ -558,7 +577,6 @@ class KnowledgeBaseState:
             if saved:
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
-                self.look_in_vector_db = False  # as after a load: storage knows files, trust it
                 self.files.move(file_id, None)  # COMMITTED
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
@@ -581,7 +599,7 @@ class KnowledgeBaseState:
             if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
                 return False
         for file_id, chunks in list(self.unjournalled.items()):
-            if not await store.write_journal(JournalEntry(file_id, chunks)):
+            if not await store.write_journal(JournalEntry(file_id, chunks, self.first_writes.get(file_id))):
                 return False
             self.unjournalled.pop(file_id, None)
         return True
@@ -594,14 +612,17 @@ class KnowledgeBaseState:
         return (self.stored_ids is not None and not self.stored_ids and not self.live_segments
                 and self.meta_stored is False)
 
+    async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record, once the files storage's emptiness alone names are journalled."""
+        return await self._name_unsaved_files(store) and await store.save_record(record)
+
     async def _save_meta(self, store: KbStore) -> None:
         meta = KbMeta(self.metric, self.has_vectors)
         saved = await self._name_unsaved_files(store) and await store.save_meta(meta)
         self.meta_dirty = not saved
         if saved:
             self.meta_stored = True
-            if self.has_vectors:
-                self.empty_mark_stored = False
+            self.empty_mark_stored = self.has_vectors is False
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None,
                            record_sent: bool = False) -> None:
@@ -611,7 +632,7 @@ class KnowledgeBaseState:
         may have landed with its answer lost, or land later). Otherwise the next reconciliation
         deletes the vectors and the record (`dim`: the vectors' dimension, for a KB that never had
         a vector); after a `record_sent`, only the next process does (TOMBSTONED)."""
-        self.unjournalled.pop(file_id, None)
+        unjournalled = self.unjournalled.pop(file_id, None) is not None
         if vectors_removed:
             try:
                 await self.delete_file(store, file_id, record_sent=record_sent)  # FAILED: never an answer
@@ -629,6 +650,9 @@ class KnowledgeBaseState:
                 if record_sent:
                     self.files.move(file_id, FileState.TOMBSTONED)
                 break
+        else:
+            if unjournalled:  # still named by storage's emptiness alone: journalled before a first save
+                self.unjournalled[file_id] = 0
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
         """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
@@ -654,6 +678,30 @@ class KnowledgeBaseState:
             if known is not None:
                 await self.remove_first_write(host, collection_id, file_id, known)
         return remove
+
+    async def open_collection(self, host: HostApi, collection_id: str, dim: int) -> bool:
+        """Whether the vector DB may be searched and listed for this KB now. While its collection
+        may not exist (`fresh`) and is not known never to have had a vector, one vector of the
+        model's dimension `dim` is upserted under PROBE_FILE_ID and deleted again: the collection
+        exists from then on, with the right dimension (`remove_first_write`)."""
+        if not self.fresh:
+            return True
+        if self.never_had_vectors:
+            return False  # nothing to find
+        store = KbStore(host, self.kb_id)
+        # the probe is a one-vector ingest: named by a journal entry (or storage's emptiness) first
+        if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
+            return False
+        try:
+            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write)
+        except Exception as error:  # noqa: BLE001 - the next query tries again
+            logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
+                           self.kb_id, describe(error))
+            await self.abort_ingest(store, PROBE_FILE_ID, False, dim)  # `reconcile` removes what it left
+            return False
+        await self.abort_ingest(store, PROBE_FILE_ID, True)
+        self.fresh = False
+        return True
 
     async def remove_first_write(self, host: HostApi, collection_id: str, file_id: str, dim: int) -> None:
         """Delete every vector of `file_id` from a KB that never had a vector, after a write whose
@@ -687,6 +735,7 @@ class KnowledgeBaseState:
                 await delete_vectors()
             may_land = record_sent or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED)
             self.files.move(file_id, FileState.DELETING)
+            self.unjournalled.pop(file_id, None)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.unrecorded.discard(file_id)
@@ -803,10 +852,10 @@ class KnowledgeBaseState:
         for file_id in sorted(self.journals):
             if time.monotonic() >= deadline:
                 return
+            if self.fresh and not self.never_had_vectors and file_id not in self.first_writes:
+                continue  # whether the collection exists is unknown yet: no call may create it
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
-                if self.fresh and not self.never_had_vectors:
-                    continue  # the meta is unread: whether the collection exists is unknown yet
-                if self.never_had_vectors:
+                if self.fresh:
                     await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> DELETED
                         host, store, collection_id, file_id, self.first_writes.get(file_id)))
                     self.first_writes.pop(file_id, None)
@@ -858,7 +907,7 @@ class KnowledgeBaseState:
                     record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
                     await self._index([record])
                     self.to_index.pop(file_id, None)
-                    saved = stored is record or await store.save_record(record)
+                    saved = stored is record or await self._save_record(store, record)
                     self.files.move(file_id, None if saved else FileState.UNSAVED, record)
                     if saved and self.stored_ids is not None:
                         self.stored_ids.add(file_id)
@@ -908,8 +957,9 @@ class KnowledgeBaseState:
         (its record was lost), or the index is not complete yet. Once it is, vectors of a file
         nothing names are what a failed ingest could not remove (storage and the vector DB failed
         at once): never answers. While the snapshot is still being read, a stored record names it."""
-        return (self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
-                or file_id in self.unrecorded or (self.loading and file_id in (self.stored_ids or ())))
+        return self.files.is_answer(file_id) and (
+            self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
+            or file_id in self.unrecorded or (self.loading and file_id in (self.stored_ids or ())))
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
@@ -1016,7 +1066,7 @@ async def remove_first_write(host: HostApi, collection_id: str, file_id: str, di
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
     probe = [0.0] * dim
     probe[0] = 1.0
-    chunk_id = chunk_uuid(file_id, 0)
+    chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
     async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
         await with_retries(lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[chunk_id],

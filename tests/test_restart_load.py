@@ -163,7 +163,7 @@ async def test_segments_stored_raw_by_an_earlier_version_still_load(harness: Har
         host.storage[key] = b"Z" + unpack_segment(value)
     back = restarted(host)
     assert "PX-33-4" in (await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1}))[0]
-    assert state_of(back).manifest_known and not state_of(back).to_index, "the snapshot was used"
+    assert state_of(back).snapshot.manifest_known and not state_of(back).to_index, "the snapshot was used"
 
 
 @pytest.mark.usefixtures("persist_every_segment")

@@ -50,7 +50,7 @@ async def answered(back: Harness) -> bool:
 def snapshot_used(back: Harness, segment: str) -> bool:
     """Whether the index was loaded from the snapshot (its segment is live), not built again."""
     state = state_of(back)
-    return state.loaded and segment.rsplit("/", 1)[-1] in state.live_segments
+    return state.loaded and segment.rsplit("/", 1)[-1] in state.snapshot.live
 
 
 async def test_a_segment_read_that_fails_less_often_than_the_limit_is_tried_again(harness: Harness, host):
@@ -102,7 +102,7 @@ async def test_failed_reads_on_every_reader_at_once_do_not_stop_the_load(harness
     assert await answered(back)
     assert len(failed) == READS_IN_FLIGHT
     state = state_of(back)
-    assert state.loaded and {k.rsplit("/", 1)[-1] for k in segments if "#" not in k} <= set(state.live_segments)
+    assert state.loaded and {k.rsplit("/", 1)[-1] for k in segments if "#" not in k} <= set(state.snapshot.live)
 
 
 async def test_a_query_with_under_a_second_left_still_reads_the_index(harness: Harness, host, monkeypatch):

@@ -607,10 +607,10 @@ async def test_an_index_snapshot_that_could_not_be_written_is_written_by_a_later
     host.fail("set_plugin_storage", when=lambda key, **_: refused in key)
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     state = state_of(harness)
-    assert state.index_dirty
+    assert state.snapshot.dirty
     host.faults.clear()
     await harness.retrieve(KB, "anything")
-    assert not state.index_dirty and not state.needs_upkeep()
+    assert not state.snapshot.dirty and not state.needs_upkeep()
     back = restarted(host)
     back_state = state_of(back)
     await back.invoke(back_state.ensure_loaded, back.host, KB, False)

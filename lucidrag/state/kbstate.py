@@ -47,6 +47,7 @@ from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
+from lucidrag.state.indexwriter import IndexSnapshotWriter
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
@@ -60,7 +61,6 @@ from lucidrag.state.store import (
     StorageReadFailed,
     decode_record,
     list_keys,
-    pack_segments,
     run_bounded,
 )
 from lucidrag.vectors.scoring import Metric
@@ -100,7 +100,6 @@ class KnowledgeBaseState:
     opened: bool = False  # meta, storage listing and index manifest read (`_open`)
     snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
     adopting: asyncio.Future[None] | None = None  # the loaded snapshot, being taken in (once)
-    persist_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index snapshot writes
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
@@ -130,13 +129,7 @@ class KnowledgeBaseState:
     # whether plugin storage holds the KB's meta (None: unknown). Written at KB creation, so
     # False means a host whose storage writes fail, or storage lost: see `_storage_is_empty`
     meta_stored: bool | None = None
-    index_dirty: bool = False
-    pending_segments: dict[str, bytes] = field(default_factory=dict)  # written before the manifest (packed)
-    pending_drops: set[str] = field(default_factory=set)  # deleted after it
-    pending_manifest: bytes | None = None
-    orphan_segments: set[str] = field(default_factory=set)  # left by a crash between writes
-    live_segments: set[str] = field(default_factory=set)  # named by the stored manifest, as last read or written
-    manifest_known: bool = False  # the stored manifest was read or written by this process
+    snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
@@ -303,7 +296,7 @@ class KnowledgeBaseState:
                 if file_id not in self.files:  # this process knows better about its own files
                     self.files.move(file_id, FileState.JOURNALLED)
             # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
-            self.orphan_segments |= set(snapshot.index_segments(self.kb_id)) - self._named_segments()
+            self.snapshot.listed(snapshot.index_segments(self.kb_id))
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
             if self.meta_stored is None:
                 self.meta_stored = snapshot.has_meta(self.kb_id)
@@ -425,9 +418,7 @@ class KnowledgeBaseState:
             self.adopting = None  # the next hook tries again
             raise
         if snapshot_index is not None and load is not None:
-            self.live_segments = set(load.names)
-            self.orphan_segments -= self.live_segments
-            self.manifest_known = True
+            self.snapshot.manifest_read(load.names)
         self.snapshot_load = None
         self.loaded = True
 
@@ -435,7 +426,6 @@ class KnowledgeBaseState:
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
-            self.orphan_segments -= set(self.pending_segments)
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
                 gone = sorted(indexed - self.stored_ids - set(self.files))
@@ -445,12 +435,11 @@ class KnowledgeBaseState:
                     # files one by one without their terms would cost more than indexing afresh.
                     logger.warning("kb=%s: the keyword index snapshot does not match the stored records; "
                                    "indexing from the records", self.kb_id)
-                    self.pending_drops |= set(SegmentIndex.manifest_segment_names(
-                        (await run_blocking(self.index.take_changes)).manifest))
+                    self.snapshot.drop_all((await run_blocking(self.index.take_changes)).manifest)
                     self.index, indexed, gone = SegmentIndex(), set(), []
                 for file_id in gone:  # deleted while the snapshot could not be updated
                     await run_blocking(self.index.remove_file, file_id, None)
-                self.index_dirty = self.index_dirty or bool(gone)
+                self.snapshot.dirty = self.snapshot.dirty or bool(gone)
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not len(self.index) and not self.to_index:
             empty = self._storage_is_empty()
@@ -510,7 +499,7 @@ class KnowledgeBaseState:
             # A repair ends once every file it found is indexed: the files of the last discovery
             # step are read above still without trusting their (possibly stale) stored records.
             self.trust_records = True
-        if changed or self.index_dirty:
+        if changed or self.snapshot.dirty:
             await self._persist_index(KbStore(host, self.kb_id))
         if changed and not self.indexing:
             logger.info("kb=%s: keyword index complete: %d files / %d chunks", self.kb_id,
@@ -609,7 +598,7 @@ class KnowledgeBaseState:
         of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
         the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
         manifest alone names no file: segments held in memory only are not in it.)"""
-        return (self.stored_ids is not None and not self.stored_ids and not self.live_segments
+        return (self.stored_ids is not None and not self.stored_ids and not self.snapshot.live
                 and self.meta_stored is False)
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
@@ -774,7 +763,7 @@ class KnowledgeBaseState:
                 if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
                     self.files.move(file_id, None)
                     self._recorded(file_id)
-                    if not self.index_dirty:
+                    if not self.snapshot.dirty:
                         await self._clear_journal(store, file_id)
         for file_id in list(self.files.of(FileState.DELETING)):
             if time.monotonic() >= deadline:
@@ -790,15 +779,9 @@ class KnowledgeBaseState:
                 return
             if await store.delete_journal(file_id):
                 self.undeleted_journals.discard(file_id)
-        if (self.index_dirty or self.pending_drops) and time.monotonic() < deadline:
+        if (self.snapshot.dirty or self.snapshot.pending_drops) and time.monotonic() < deadline:
             await self._persist_index(store)
-        for name in sorted(self.orphan_segments - self._named_segments()):
-            # Only once the live manifest is known: a manifest that could not be read must not
-            # turn its segments into "orphans".
-            if time.monotonic() >= deadline or not self.manifest_known:
-                return
-            if await store.delete_index_segment(name):
-                self.orphan_segments.discard(name)
+        await self.snapshot.delete_orphans(store, deadline)
         for part in sorted(self.stray_parts):
             if time.monotonic() >= deadline:
                 return
@@ -807,25 +790,16 @@ class KnowledgeBaseState:
             if await store.delete_stray_part(part):
                 self.stray_parts.discard(part)
 
-    def _named_segments(self) -> set[str]:
-        """Index segments that the stored manifest, or the one this process is about to write,
-        names, and those written before it: never orphans."""
-        named = self.live_segments | set(self.pending_segments)
-        if self.pending_manifest is not None:
-            named |= set(SegmentIndex.manifest_segment_names(self.pending_manifest))
-        return named
-
     def _being_written(self, part: str) -> bool:
         """Whether this process may be writing the value the part belongs to right now."""
         kind, ident = part_owner(part, self.kb_id)
         if kind == "kw/seg":
-            return ident in self.pending_segments
+            return self.snapshot.being_written(ident)
         return kind == "file" and self.files.state(ident) in _RECORD_MAY_BE_WRITTEN
 
     def needs_upkeep(self) -> bool:
         return bool(self.meta_dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
-                    or self.journals or self.index_dirty or self.pending_drops
-                    or (self.manifest_known and bool(self.orphan_segments))
+                    or self.journals or self.snapshot.needs_upkeep()
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))
 
@@ -944,8 +918,7 @@ class KnowledgeBaseState:
                 self.to_index = {}
                 self.discovery = FileDiscovery()
                 self.trust_records = False
-                self.pending_segments.clear()
-                self.pending_drops |= set(SegmentIndex.manifest_segment_names(old.manifest))
+                self.snapshot.drop_all(old.manifest)
             store = KbStore(host, self.kb_id)
             self.fresh, self.has_vectors, self.loaded = False, True, True
             await self._save_meta(store)
@@ -1024,42 +997,18 @@ class KnowledgeBaseState:
         return out
 
     async def _persist_index(self, store: KbStore) -> bool:
-        """Write what changed in the index since the last write: new segments, then the manifest,
-        then drop the segments it no longer names. On a failure the rest waits for `flush`."""
+        """Write what changed in the index since the last write (`IndexSnapshotWriter.write`).
+        On a failure the rest waits for `flush`."""
         if not self.loaded:  # an index that never loaded its snapshot must not overwrite it
-            self.index_dirty = True
+            self.snapshot.dirty = True
             return False
-        async with self.persist_guard:
+        async with self.snapshot.guard:
             if not await self._name_unsaved_files(store):
-                self.index_dirty = True
+                self.snapshot.dirty = True
                 return False
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
-            self.pending_segments.update(await run_blocking(pack_segments, changes.new_segments))
-            if changes.manifest_changed:  # (most ingests only add a segment held in memory)
-                self.pending_manifest = changes.manifest
-            for name in changes.dropped_segments:
-                if self.pending_segments.pop(name, None) is None:
-                    self.pending_drops.add(name)
-            for name in sorted(self.pending_segments):
-                if not await store.save_index_segment(name, self.pending_segments[name]):
-                    self.index_dirty = True
-                    return False
-                self.pending_segments.pop(name, None)  # (a rebuild may have dropped it meanwhile)
-            if self.pending_manifest is not None:
-                if not await store.save_index_manifest(self.pending_manifest):
-                    self.index_dirty = True
-                    return False
-                self.live_segments = set(SegmentIndex.manifest_segment_names(self.pending_manifest))
-                self.orphan_segments -= self.live_segments
-                self.pending_manifest = None
-                self.manifest_known = True
-            self.index_dirty = False
-            for name in sorted(self.pending_drops):
-                if await store.delete_index_segment(name):
-                    self.pending_drops.discard(name)
-            return True
-
+            return await self.snapshot.write(store, changes)
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
                              first_write: asyncio.Lock | None = None) -> None:

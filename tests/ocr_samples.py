@@ -251,7 +251,7 @@ BULLETIN_RIGHT = [
 def two_columns(title: str, left: list[str], right: list[str], *, dpi: int = 150, point: float = 12,
                 title_point: float = 20):  # noqa: ANN201 - PIL.Image.Image
     """A page with a title across the top and two columns of paragraphs under it."""
-    sheet = Sheet(dpi=dpi, height_in=6.5)
+    sheet = Sheet(dpi=dpi, height_in=4.2)
     y = sheet.text(0.8, 0.7, 6.6, [title], point=title_point)
     sheet.text(0.8, y, 3.1, left, point=point)
     sheet.text(4.4, y, 3.1, right, point=point)

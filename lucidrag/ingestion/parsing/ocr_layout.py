@@ -397,8 +397,8 @@ def _body_size(lines: list[_Unit], size: Callable[[_Unit], float]) -> float:
 
 
 def _paragraphs(ordered: list[_Unit], body: float) -> list[list[_Unit]]:
-    """Consecutive lines of one column, close together and of one size, are a paragraph; a short
-    line that ends a sentence ends one."""
+    """Consecutive lines of one column, close together and of one size, are a paragraph (and
+    pieces of one row are one line); a short line that ends a sentence ends one."""
     groups: list[list[_Unit]] = []
     for unit in ordered:
         if groups and not unit.rows and not groups[-1][0].rows:
@@ -409,7 +409,9 @@ def _paragraphs(ordered: list[_Unit], body: float) -> list[list[_Unit]]:
             same_column = _overlap((last.box[0], last.box[2]), (unit.box[0], unit.box[2])) > 0
             same_size = max(unit.height, last.height) < _HEADING_RATIO * min(unit.height, last.height)
             short_end = last.width < 0.7 * max(widest, unit.width) and last.text[-1:] in _SENTENCE_END
-            if below and same_column and same_size and not short_end:
+            same_row = abs(unit.middle - last.middle) < 0.5 * min(unit.height, last.height) \
+                and 0 <= unit.box[0] - last.box[2] < 4 * body  # one line the detector cut at a wide space
+            if same_size and (same_row or (below and same_column and not short_end)):
                 group.append(unit)
                 continue
         groups.append([unit])

@@ -355,3 +355,31 @@ def continued_table_pages(dpi: int = 150) -> list:
     second = Sheet(dpi=dpi, height_in=3.0)
     second.table(0.8, 0.6, CONTINUED_ROWS_2, CONTINUED_WIDTHS)
     return [first.image, second.image]
+
+
+def _rows_md(rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def layout_samples() -> list[tuple[str, list, list[str]]]:
+    """(kind, pages, what a reader takes from them in order: sentences, and table rows as Markdown
+    rows) for each kind of laid-out page; scripts/bench_ocr.py --layout reads them all."""
+    bulletin = [BULLETIN_TITLE] + BULLETIN_LEFT + BULLETIN_RIGHT
+    columns = two_columns(BULLETIN_TITLE, BULLETIN_LEFT, BULLETIN_RIGHT)
+    price = [PRICE_ROWS[0]] + PRICE_ROWS[1:]
+    return [
+        ("two columns EN", [columns], bulletin),
+        ("two columns ZH", [two_columns(NOTICE_ZH_TITLE, NOTICE_ZH_LEFT, NOTICE_ZH_RIGHT)],
+         [NOTICE_ZH_TITLE] + NOTICE_ZH_LEFT + NOTICE_ZH_RIGHT),
+        ("table, ruled", [table_page(PRICE_ROWS, PRICE_WIDTHS)], ["Spare parts price list"] + _rows_md(price)),
+        ("table, no rules", [table_page(PRICE_ROWS, PRICE_WIDTHS, ruled=False)],
+         ["Spare parts price list"] + _rows_md(price)),
+        ("form", [form_page()], ["Service request form"] + [f"{k}: {v}" for k, v in FORM_FIELDS]),
+        ("side bar + caption", [sidebar_page()], SIDEBAR_MAIN + [CAPTION] + SIDEBAR_BOX),
+        ("mixed scripts", [render(MIXED_ZH)], MIXED_ZH),
+        ("photo, tilted", [photo_like(columns)], bulletin),
+        ("sideways scan", [columns.rotate(90, expand=True)], bulletin),
+        ("low resolution (80 dpi)", [two_columns(BULLETIN_TITLE, BULLETIN_LEFT, BULLETIN_RIGHT, dpi=80)], bulletin),
+        ("table over two pages", continued_table_pages(),
+         ["Office directory"] + _rows_md(CONTINUED_ROWS_1 + CONTINUED_ROWS_2)),
+    ]

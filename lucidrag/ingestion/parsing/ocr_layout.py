@@ -318,10 +318,12 @@ def _reading_order(units: list[_Unit], typical: float) -> list[_Unit]:
     shares = (np.minimum(right[:, None], right[None, :]) - np.maximum(left[:, None], left[None, :])) > tolerance
     above = middle[:, None] < middle[None, :]
     left_of = right[:, None] <= left[None, :] + tolerance
-    low, high = np.minimum(middle[:, None], middle[None, :]), np.maximum(middle[:, None], middle[None, :])
-    between = (middle[None, None, :] > low[:, :, None]) & (middle[None, None, :] < high[:, :, None])
-    spanning = between & shares[:, None, :] & shares[None, :, :]
-    before = (shares & above) | (left_of & ~spanning.any(axis=2))
+    spanned = np.zeros((n, n), dtype=bool)  # [a, b]: some c between them in height shares columns with both
+    for a in np.flatnonzero(left_of.any(axis=1)):
+        low, high = np.minimum(middle[a], middle), np.maximum(middle[a], middle)
+        between = (middle[None, :] > low[:, None]) & (middle[None, :] < high[:, None])  # [b, c]
+        spanned[a] = (between & shares[a][None, :] & shares).any(axis=1)
+    before = (shares & above) | (left_of & ~spanned)
     np.fill_diagonal(before, False)
     waiting = before.sum(axis=0)
     done = np.zeros(n, dtype=bool)

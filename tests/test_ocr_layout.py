@@ -189,3 +189,16 @@ async def test_a_row_found_in_a_long_scanned_table_carries_its_column_names(harn
     assert "| Item | Code | Unit | Price (EUR) |" in text and "| Kestrel valve | KV-405 | piece | 41.70 |" in text
     assert "Fittings price list" in top.metadata["heading"]
 
+
+
+@needs_font
+def test_a_picture_of_a_table_in_a_word_file_is_a_table_where_the_picture_was():
+    picture = ocr_samples.table_page(ocr_samples.PRICE_ROWS, ocr_samples.PRICE_WIDTHS)
+    data = ocr_samples.docx_with_picture("Prices below are valid from May.", picture, "Orders ship on Fridays.")
+    document = parse_file(data, KEY + ".docx")
+    texts = [s.text for s in document.sections]
+    at = next(i for i, s in enumerate(document.sections) if s.is_table)
+    assert texts[at].split("\n")[0] == "| Item | Code | Unit | Price (EUR) |"
+    assert "| Kestrel valve | KV-405 | piece | 41.70 |" in texts[at].split("\n")
+    assert "valid from May" in "".join(texts[:at]) and "ship on Fridays" in "".join(texts[at + 1:])
+    assert document.sections[at].headings == ("Service notes",)

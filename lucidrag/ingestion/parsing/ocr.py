@@ -265,11 +265,17 @@ def picture_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class PictureRead:
-    """A picture inside a document: its OCR text, or (no text found) the picture itself as a
-    small PNG for the optional vision model (None past limits.MAX_VISION_PICTURES)."""
+    """A picture inside a document: its OCR text and its tables (Markdown, placed after the text
+    like a document's own tables), or (no text found) the picture itself as a small PNG for the
+    optional vision model (None past limits.MAX_VISION_PICTURES)."""
 
     text: str = ""
     png: bytes | None = None
+    tables: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.text or self.tables or self.png)
 
 
 def read_picture(blob: bytes, tally: OcrTally) -> PictureRead:
@@ -294,7 +300,8 @@ def read_image(image: Image.Image, tally: OcrTally) -> PictureRead:
         found = recognise(image)
         tally.picture(found)
         if found.text:
-            return PictureRead(text=found.text)
+            return PictureRead(text=blocks_text([b for b in found.blocks if b.kind != "table"]),
+                               tables=tuple(render_table(list(b.rows)) for b in found.blocks if b.kind == "table"))
         return PictureRead(png=tally.vision_png(image))
     except (OSError, ValueError) as exc:  # truncated picture data
         logger.info("picture skipped: %s", type(exc).__name__)

@@ -164,7 +164,9 @@ def _sections(pages: list[str], bookmarks: list[_Bookmark],
         for picture in pictures.get(index, ()):
             if picture.text:
                 _emit(picture_text(picture.text), stack.path, index + 1, out)
-            elif picture.png:
+            out.extend(Section(text=table, headings=stack.path, page=index + 1, is_table=True)
+                       for table in picture.tables)
+            if picture.png:
                 out.append(Section(text=PICTURE_PLACEHOLDER, headings=stack.path, page=index + 1,
                                    picture=picture.png))
     return out
@@ -229,7 +231,7 @@ def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally,
                     scanned[index] = found
                 else:
                     picture = read_image(image, tally)
-                    if picture.text or picture.png:
+                    if picture.found:
                         pictures.setdefault(index, []).append(picture)
     finally:
         with _PDFIUM_LOCK:

@@ -327,6 +327,26 @@ def sidebar_page(dpi: int = 150):  # noqa: ANN201
     return sheet.image
 
 
+NEWSLETTER_TITLE = "Quarterly newsletter"
+NEWSLETTER_COLUMNS = [
+    ["Sales rose by four percent in the north region this quarter.", "The south region was flat."],
+    ["Two new stores opened in Leeds and in Hull during March.", "Both stores open at eight."],
+    ["The staff party is on the last Friday of June in the canteen.", "Bring your own cup."],
+]
+NEWSLETTER_FOOTER = "Printed by the internal communications team, page 1"
+
+
+def newsletter_page(dpi: int = 150):  # noqa: ANN201
+    """Three columns with gutters so narrow that the detector runs lines across them, and a
+    footer under the first two."""
+    sheet = Sheet(dpi=dpi, height_in=5.0)
+    y = sheet.text(0.6, 0.5, 7, [NEWSLETTER_TITLE], point=20)
+    for k, column in enumerate(NEWSLETTER_COLUMNS):
+        sheet.text(0.6 + k * 2.4, y, 2.2, column, point=11)
+    sheet.text(0.6, 4.3, 7, [NEWSLETTER_FOOTER], point=9)
+    return sheet.image
+
+
 MIXED_ZH = [
     "设备清单",
     "冷却塔由Siemens公司提供，型号为SX-3300，安装在三号楼屋顶。",
@@ -376,6 +396,8 @@ def layout_samples() -> list[tuple[str, list, list[str]]]:
          ["Spare parts price list"] + _rows_md(price)),
         ("form", [form_page()], ["Service request form"] + [f"{k}: {v}" for k, v in FORM_FIELDS]),
         ("side bar + caption", [sidebar_page()], SIDEBAR_MAIN + [CAPTION] + SIDEBAR_BOX),
+        ("three narrow columns + footer", [newsletter_page()],
+         [NEWSLETTER_TITLE] + [p for column in NEWSLETTER_COLUMNS for p in column] + [NEWSLETTER_FOOTER]),
         ("mixed scripts", [render(MIXED_ZH)], MIXED_ZH),
         ("photo, tilted", [photo_like(columns)], bulletin),
         ("sideways scan", [columns.rotate(90, expand=True)], bulletin),

@@ -132,6 +132,14 @@ def test_side_bar_and_caption_are_read_after_the_main_column():
 
 
 @needs_font
+def test_three_columns_with_narrow_gutters_read_column_by_column_then_the_footer():
+    document = _parse(ocr_samples.newsletter_page())
+    assert document.sections[0].headings == (ocr_samples.NEWSLETTER_TITLE,)
+    paragraphs = [p for column in ocr_samples.NEWSLETTER_COLUMNS for p in column]
+    assert document.text.split("\n\n") == paragraphs + [ocr_samples.NEWSLETTER_FOOTER]
+
+
+@needs_font
 def test_chinese_with_english_names_and_codes_is_written_as_printed():
     document = _parse(ocr_samples.render(ocr_samples.MIXED_ZH))
     assert document.sections[0].headings == (ocr_samples.MIXED_ZH[0],)

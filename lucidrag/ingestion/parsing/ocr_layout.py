@@ -4,11 +4,12 @@ person reads them. Pure geometry over the boxes the recogniser returns; no model
     page_lines(quads, texts, scores) -> [OcrLine]   boxes turned upright (the page's skew undone)
     read_page(lines) -> [Block]                      reading order, tables, headings, paragraphs
 
-Steps (docs/DESIGN.md → "OCR"): boxes on one row that nearly touch are one line; runs of rows whose
+Steps (docs/DESIGN.md → "OCR"): a box the detector ran across a narrow gutter is cut at it; boxes on one row that nearly touch are one line; runs of rows whose
 boxes fall into the same columns, with short cells, are a table (a form when a column is all
 "Label:" cells); the rest is put in reading order by Breuel's rules (a before b when they share
-columns and a is above, or a is left of b with nothing spanning both between them), which reads
-column by column under a title that spans them; lines follow each other into paragraphs; a line
+columns and a is above, or a is left of b with nothing spanning both between them; a line under
+two columns comes after all above it), which reads column by column under a title that spans
+them; lines follow each other into paragraphs; a line
 clearly larger than the body text, or a short first line standing alone, is a heading.
 """
 
@@ -90,6 +91,76 @@ def page_lines(quads: list, texts: list[str], scores: list[float]) -> list[OcrLi
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         lines.append(OcrLine(text, score, (min(xs), min(ys), max(xs), max(ys))))
     return lines
+
+
+def split_at_gutters(lines: list[OcrLine]) -> list[OcrLine]:
+    """Lines the detector ran across a narrow gutter cut in two. A gutter is where two or more
+    lines nearby, no smaller than this one and one of them on the next row, start inside its
+    span, with lines nearby ending just before it and fewer lines crossing it than starting there; the text is cut at the word (or, in CJK, the
+    character) nearest the gutter's place in the box."""
+    if len(lines) < 3:
+        return lines
+    typical = statistics.median(line.height for line in lines) or 1.0
+    out: list[OcrLine] = []
+    pending = list(lines)
+    while pending:
+        line = pending.pop()
+        cut = _gutter(line, lines, typical)
+        pieces = _cut(line, *cut) if cut else None
+        if pieces is None:
+            out.append(line)
+        else:
+            pending.extend(pieces)
+    return out
+
+
+def _gutter(line: OcrLine, lines: list[OcrLine], typical: float) -> tuple[float, float] | None:
+    left, top, right, bottom = line.box
+    near = [o for o in lines if o is not line and o.box[1] < bottom + 8 * typical and o.box[3] > top - 8 * typical]
+    starts = sorted(o.box[0] for o in near if left + 2 * typical < o.box[0] < right - 2 * typical)
+    for k in range(len(starts) - 1):
+        start = starts[k]
+        if starts[k + 1] - start > 0.5 * typical:
+            continue
+        starters = [o for o in near if abs(o.box[0] - start) <= 0.5 * typical]
+        starting = len(starters)
+        if line.height > 1.2 * statistics.median(o.height for o in starters):
+            continue  # a title over the columns, set larger than they are
+        if not any(o.box[1] - bottom < typical and top - o.box[3] < typical for o in starters):
+            continue  # no column line on the next row: a footer or a heading under the columns
+        ends = [o.box[2] for o in near if start - 4 * typical < o.box[2] < start and o.box[0] < start - 2 * typical]
+        crossing = sum(1 for o in near if o.box[0] < start - typical and o.box[2] > start + typical)
+        if ends and starting >= 2 and crossing < starting:
+            return max(ends), start
+    return None
+
+
+def _cut(line: OcrLine, end: float, start: float) -> list[OcrLine] | None:
+    """`line` cut between x = end and x = start, at the word or CJK character nearest there."""
+    left, top, right, bottom = line.box
+    text = line.text
+    target = (end + start) / 2
+    widths = [2 if is_wide(ch) else 1 for ch in text]
+    total = sum(widths)
+    best: tuple[float, int, int] | None = None  # (distance, cut before, resume at)
+    run = 0
+    for index, ch in enumerate(text):
+        x = left + (right - left) * run / total
+        if ch == " " and index:
+            candidate = (abs(x - target), index, index + 1)
+        elif index and (is_wide(ch) or is_wide(text[index - 1])):
+            candidate = (abs(x - target), index, index)
+        else:
+            candidate = None
+        if candidate and (best is None or candidate[0] < best[0]):
+            best = candidate
+        run += widths[index]
+    if best is None or best[0] > 0.25 * (right - left):
+        return None
+    head, tail = text[: best[1]].strip(), text[best[2]:].strip()
+    if not head or not tail:
+        return None
+    return [OcrLine(head, line.score, (left, top, end, bottom)), OcrLine(tail, line.score, (start, top, right, bottom))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +376,9 @@ def _units(lines: list[OcrLine], typical: float) -> list[_Unit]:
 
 
 def _reading_order(units: list[_Unit], typical: float) -> list[_Unit]:
-    """Breuel's partial order, sorted topologically (ties: the higher, then the more left, first)."""
+    """Breuel's partial order, sorted topologically (ties: the higher, then the more left, first),
+    with one more rule: a line under two columns (a footer, a heading between sections) comes
+    after everything above it, also a third column it does not reach."""
     n = len(units)
     if n < 2:
         return units
@@ -324,6 +397,12 @@ def _reading_order(units: list[_Unit], typical: float) -> list[_Unit]:
         between = (middle[None, :] > low[:, None]) & (middle[None, :] < high[:, None])  # [b, c]
         spanned[a] = (between & shares[a][None, :] & shares).any(axis=1)
     before = (shares & above) | (left_of & ~spanned)
+    over = bottom[:, None] <= top[None, :] + tolerance  # [u, f]: u ends above f begins
+    for f in range(n):
+        columns_above = np.flatnonzero(shares[:, f] & over[:, f])
+        if columns_above.size > 1 and left_of[np.ix_(columns_above, columns_above)].any():
+            before[over[:, f], f] = True
+            before[f, over[:, f]] = False
     np.fill_diagonal(before, False)
     waiting = before.sum(axis=0)
     done = np.zeros(n, dtype=bool)
@@ -348,6 +427,7 @@ def read_page(lines: list[OcrLine]) -> list[Block]:
     """The blocks of one page or picture in reading order."""
     if not lines:
         return []
+    lines = split_at_gutters(lines)
     typical = statistics.median(line.height for line in lines) or 1.0
     ordered = _reading_order(_units(lines, typical), typical)
     text_lines = [u for u in ordered if not u.rows]

@@ -52,6 +52,14 @@ def test_words_are_neither_glued_nor_split_across_boxes_and_chinese_gets_no_spac
     assert join_text("hyphen-", "ated word") == "hyphenated word"
 
 
+def test_a_table_whose_header_leaves_the_first_column_empty_keeps_its_columns():
+    cells = [("Code", 300, 100), ("Price", 500, 100), ("Valve", 100, 140), ("KV-1", 300, 140), ("4.10", 500, 140),
+             ("Tape", 100, 180), ("ST-2", 300, 180), ("1.95", 500, 180)]
+    blocks = read_page([_line(text, x, y, x + 60) for text, x, y in cells])
+    assert [(b.kind, b.rows) for b in blocks] == [
+        ("table", (("", "Code", "Price"), ("Valve", "KV-1", "4.10"), ("Tape", "ST-2", "1.95")))]
+
+
 def test_a_tilted_page_is_turned_upright_before_rows_are_found():
     import math
 

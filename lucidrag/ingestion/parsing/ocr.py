@@ -1,4 +1,5 @@
-"""Local, offline OCR: pictures → paragraphs of text in reading order.
+"""Local, offline OCR: pictures → headings, paragraphs and tables in reading order (the layout
+from the boxes' geometry: ocr_layout.py).
 
 The engine is RapidOCR (PP-OCRv6 small detection and recognition models for Chinese + English,
 run on onnxruntime); its wheel ships the models, so nothing is downloaded at run time.
@@ -7,7 +8,7 @@ CPU work off the event loop); one recognition runs at a time per process, which 
 and leaves the other core to the host.
 
     open_image(data, label) -> PIL image   (size limits checked before the pixels are decoded)
-    recognise(image) -> OcrText
+    recognise(image) -> OcrText             (its blocks, and their text with tables in Markdown)
     OcrTally: what the console shows about a file's OCR (pages, confidence, pages with nothing)
 """
 

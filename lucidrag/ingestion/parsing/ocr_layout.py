@@ -4,13 +4,14 @@ person reads them. Pure geometry over the boxes the recogniser returns; no model
     page_lines(quads, texts, scores) -> [OcrLine]   boxes turned upright (the page's skew undone)
     read_page(lines) -> [Block]                      reading order, tables, headings, paragraphs
 
-Steps (docs/DESIGN.md → "OCR"): a box the detector ran across a narrow gutter is cut at it; boxes on one row that nearly touch are one line; runs of rows whose
-boxes fall into the same columns, with short cells, are a table (a form when a column is all
-"Label:" cells); the rest is put in reading order by Breuel's rules (a before b when they share
-columns and a is above, or a is left of b with nothing spanning both between them; a line under
-two columns comes after all above it), which reads column by column under a title that spans
-them; lines follow each other into paragraphs; a line
-clearly larger than the body text, or a short first line standing alone, is a heading.
+Steps (docs/DESIGN.md → "An OCR'd page is laid out from its boxes"): a box the detector ran
+across a narrow gutter is cut at it; boxes of one row that nearly touch are one line; runs of rows
+whose boxes fall into the same columns, not all of them running text, are a table (a form when a
+column is all "Label:" cells); the rest is put in reading order by Breuel's rules (a before b when
+they share columns and a is above, or a is left of b with nothing spanning both between them; a
+line under two columns comes after all above it), which reads column by column under a title
+that spans them; lines follow each other into paragraphs; a line clearly larger than the body
+text, or a short first line standing alone, is a heading.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,7 +27,7 @@ Box = tuple[float, float, float, float]  # left, top, right, bottom
 
 _SENTENCE_END = ".!?。！？;；"
 # Above this many lines the pairwise ordering (n² memory, n³ work) gives way to rows top to bottom.
-_MAX_ORDERED = 320
+_MAX_ORDERED = 400
 _HEADING_RATIO = 1.25  # a heading's text is at least this much taller than the body text
 _HEADING_MAX_WIDTH = 90  # display width (a CJK character counts two)
 _PROSE_WIDTH = 14  # a column whose lines are mostly this wide or wider is running text, not a table
@@ -206,7 +207,6 @@ class _Unit:
     height: float
     rows: tuple[tuple[str, ...], ...] = ()
     form: bool = False
-    parts: list[OcrLine] = field(default_factory=list)
 
     @property
     def middle(self) -> float:
@@ -255,7 +255,7 @@ def _cells(row: list[OcrLine], typical: float) -> list[_Unit]:
         else:
             groups.append([line])
     return [_Unit(_envelope([g.box for g in group]), _join_boxes(group, typical),
-                  statistics.median(g.height for g in group), parts=group) for group in groups]
+                  statistics.median(g.height for g in group)) for group in groups]
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> float:
@@ -285,17 +285,15 @@ class _Grid:
         placed = self._place(cells)
         if placed is None:
             return False
-        row: dict[int, list[_Unit]] = {}
         for cell, column in zip(cells, placed):
-            if column < 0:  # a cell in a new column: keep the columns in x order
+            if column < 0:  # a cell in a new column: insert it where it belongs in x order
                 at = sum(1 for col in self.columns if col[1] <= cell.box[0])
                 self.columns.insert(at, [cell.box[0], cell.box[2]])
                 self.rows = [{(k + 1 if k >= at else k): v for k, v in r.items()} for r in self.rows]
-                row = {(k + 1 if k >= at else k): v for k, v in row.items()}
-                column = at
-            else:
-                self.columns[column][0] = min(self.columns[column][0], cell.box[0])
-                self.columns[column][1] = max(self.columns[column][1], cell.box[2])
+        row: dict[int, list[_Unit]] = {}
+        for cell, column in zip(cells, self._place(cells) or []):
+            self.columns[column][0] = min(self.columns[column][0], cell.box[0])
+            self.columns[column][1] = max(self.columns[column][1], cell.box[2])
             row[column] = [cell]
         self.rows.append(row)
         self.bottom = max(c.box[3] for c in cells)
@@ -328,7 +326,7 @@ class _Grid:
         form = any(all(r[k].endswith((":", "：")) for r in rows if r[k]) and any(r[k] for r in rows)
                    for k in range(len(self.columns) - 1))
         return _Unit(_envelope([c.box for c in cells]), "", statistics.median(c.height for c in cells),
-                     rows=rows, form=form, parts=[p for c in cells for p in c.parts])
+                     rows=rows, form=form)
 
 
 def _cell_text(lines: list[_Unit]) -> str:

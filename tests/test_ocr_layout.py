@@ -60,6 +60,16 @@ def test_a_table_whose_header_leaves_the_first_column_empty_keeps_its_columns():
         ("table", (("", "Code", "Price"), ("Valve", "KV-1", "4.10"), ("Tape", "ST-2", "1.95")))]
 
 
+def test_running_text_beside_a_short_list_is_read_as_text_then_list():
+    prose = ["The plant runs three shifts and the", "night shift has the smallest crew, so", "maintenance is planned for the", "weekend whenever that is possible."]
+    items = ["Boilers", "Pumps", "Valves", "Filters"]
+    lines = [_line(text, 100, 100 + 40 * k, 500) for k, text in enumerate(prose)]
+    lines += [_line(text, 600, 100 + 40 * k, 700) for k, text in enumerate(items)]
+    blocks = read_page(lines)
+    assert [b.kind for b in blocks] == ["text", "text"]
+    assert blocks[0].text == " ".join(prose) and blocks[1].text == " ".join(items)
+
+
 def test_a_tilted_page_is_turned_upright_before_rows_are_found():
     import math
 

@@ -314,9 +314,13 @@ class _Grid:
         if len(self.rows) < 2 or len(self.columns) < 2:
             return False
         prose = 0
-        for column in range(len(self.columns)):
-            widths = [display_width(c.text) for row in self.rows for c in row.get(column, ())]
-            if widths and statistics.median(widths) >= _PROSE_WIDTH:
+        for column, (left, right) in enumerate(self.columns):
+            lines = [c for row in self.rows for c in row.get(column, ())]
+            if not lines:
+                continue
+            if _wrapped(lines, right - left):
+                return False  # a column of running text beside a list: lines, not a table
+            if statistics.median(display_width(c.text) for c in lines) >= _PROSE_WIDTH:
                 prose += 1
         return prose < len(self.columns)
 
@@ -327,6 +331,20 @@ class _Grid:
                    for k in range(len(self.columns) - 1))
         return _Unit(_envelope([c.box for c in cells]), "", statistics.median(c.height for c in cells),
                      rows=rows, form=form)
+
+
+def _wrapped(lines: list[_Unit], width: float) -> bool:
+    """Most lines of a column run on into the next (no sentence end, long, and the next one goes
+    on in lower case or, in CJK, the line fills the column): a paragraph wrapped, not cells."""
+    pairs = list(zip(lines, lines[1:]))
+    wraps = 0
+    for above, below in pairs:
+        a, b = above.text, below.text
+        if a[-1] in _SENTENCE_END or display_width(a) < _PROSE_WIDTH:
+            continue
+        if b[0].islower() or (is_wide(a[-1]) and is_wide(b[0]) and above.width >= 0.85 * width):
+            wraps += 1
+    return wraps >= 2 and 2 * wraps >= len(pairs)
 
 
 def _cell_text(lines: list[_Unit]) -> str:

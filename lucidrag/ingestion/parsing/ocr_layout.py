@@ -168,10 +168,10 @@ def _cut(line: OcrLine, end: float, start: float) -> list[OcrLine] | None:
 # Joining text
 
 
-def join_text(left: str, right: str, *, space: bool = True) -> str:
+def join_text(left: str, right: str) -> str:
     """Two pieces of one line or paragraph: nothing between CJK and anything (Chinese has no
     spaces, not even around a Latin name), a word hyphenated across lines re-joined, otherwise a
-    space (`space=False`: the pieces are one word split by the detector)."""
+    space."""
     if not left:
         return right
     if not right:
@@ -180,19 +180,16 @@ def join_text(left: str, right: str, *, space: bool = True) -> str:
         return left + right
     if left.endswith("-") and len(left) > 1 and left[-2].isalpha() and right[0].islower():
         return left[:-1] + right
-    return left + (" " if space else "") + right
+    return left + " " + right
 
 
-def _join_boxes(lines: list[OcrLine], typical: float) -> str:
-    """The boxes of one row, left to right: pieces that touch (a word cut by the detector) are
-    joined without a space."""
+def _join_boxes(lines: list[OcrLine]) -> str:
+    """The boxes of one row, left to right. Latin pieces always get a space between them: the
+    detector splits a line at a space, and its padded boxes then touch or overlap, so how close
+    two boxes are says nothing about a space between them."""
     text = ""
-    previous: OcrLine | None = None
     for line in sorted(lines, key=lambda item: item.box[0]):
-        touching = previous is not None and line.box[0] - previous.box[2] < 0.15 * typical \
-            and text[-1:].isalnum() and line.text[0].isalnum()
-        text = join_text(text, line.text, space=not touching)
-        previous = line
+        text = join_text(text, line.text)
     return text
 
 
@@ -254,7 +251,7 @@ def _cells(row: list[OcrLine], typical: float) -> list[_Unit]:
             groups[-1].append(line)
         else:
             groups.append([line])
-    return [_Unit(_envelope([g.box for g in group]), _join_boxes(group, typical),
+    return [_Unit(_envelope([g.box for g in group]), _join_boxes(group),
                   statistics.median(g.height for g in group)) for group in groups]
 
 

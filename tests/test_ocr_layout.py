@@ -62,13 +62,23 @@ def test_a_table_whose_header_leaves_the_first_column_empty_keeps_its_columns():
 
 
 def test_running_text_beside_a_short_list_is_read_as_text_then_list():
-    prose = ["The plant runs three shifts and the", "night shift has the smallest crew, so", "maintenance is planned for the", "weekend whenever that is possible."]
+    prose = ["The plant runs three shifts and the", "night shift has the smallest crew, so",
+             "maintenance is planned for the", "weekend whenever that is possible."]
     items = ["Boilers", "Pumps", "Valves", "Filters"]
     lines = [_line(text, 100, 100 + 40 * k, 500) for k, text in enumerate(prose)]
     lines += [_line(text, 600, 100 + 40 * k, 700) for k, text in enumerate(items)]
     blocks = read_page(lines)
     assert [b.kind for b in blocks] == ["text", "text"]
     assert blocks[0].text == " ".join(prose) and blocks[1].text == " ".join(items)
+
+
+def test_a_line_the_detector_ran_across_a_narrow_gutter_is_cut_at_it():
+    left = [f"left column words in line {k}" for k in range(3)]
+    right = [f"right column words line {k}" for k in range(3)]
+    lines = [_line(left[k], 100, 100 + 40 * k, 400) for k in (0, 2)]
+    lines += [_line(right[k], 430, 100 + 40 * k, 715) for k in (0, 2)]
+    lines.append(_line(f"{left[1]} {right[1]}", 100, 140, 715))  # one box over both columns
+    assert [b.text for b in read_page(lines)] == [" ".join(left), " ".join(right)]
 
 
 def test_a_tilted_page_is_turned_upright_before_rows_are_found():

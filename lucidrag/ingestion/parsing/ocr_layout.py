@@ -97,8 +97,9 @@ def page_lines(quads: list, texts: list[str], scores: list[float]) -> list[OcrLi
 def split_at_gutters(lines: list[OcrLine]) -> list[OcrLine]:
     """Lines the detector ran across a narrow gutter cut in two. A gutter is where two or more
     lines nearby, no smaller than this one and one of them on the next row, start inside its
-    span, with lines nearby ending just before it and fewer lines crossing it than starting there; the text is cut at the word (or, in CJK, the
-    character) nearest the gutter's place in the box."""
+    span, with lines nearby ending just before it and fewer lines crossing it than starting
+    there; the text is cut at the word (or, in CJK, the character) nearest the gutter's place in
+    the box."""
     if len(lines) < 3:
         return lines
     typical = statistics.median(line.height for line in lines) or 1.0
@@ -271,7 +272,8 @@ class _Grid:
         """The column of each cell, or None when a cell straddles columns or two share one."""
         placed: list[int] = []
         for cell in cells:
-            hits = [i for i, col in enumerate(self.columns) if _overlap((col[0], col[1]), (cell.box[0], cell.box[2])) > 0]
+            span = (cell.box[0], cell.box[2])
+            hits = [i for i, col in enumerate(self.columns) if _overlap((col[0], col[1]), span) > 0]
             if len(hits) > 1:
                 return None
             placed.append(hits[0] if hits else -1)

@@ -60,8 +60,8 @@ def test_scanned_pdf_reports_the_pages_read_and_the_confidence():
     assert document.metadata["ocr_pages"] == "1-2" and document.title == "Scanned contract"
     assert document.metadata["ocr_empty_pages"] == "2"  # the blank page: OCR found nothing
     assert 80 <= document.metadata["ocr_confidence"] <= 100
-    # one paragraph per printed paragraph, in reading order
-    assert [s.text for s in document.sections] == ["\n\n".join(EN_PAGE_1)]
+    # the title line set apart at the top is the heading of the text under it
+    assert [(s.headings, s.text) for s in document.sections] == [(("Scanned contract",), EN_PAGE_1[1])]
 
 
 async def test_console_shows_the_pages_ocr_read_its_confidence_and_pages_without_text(harness: Harness, host):
@@ -89,16 +89,16 @@ def test_chinese_picture_upload():
     document = parse_file(png, KEY + ".png")
     assert document.format == "image" and document.title == "停车场通知"  # the heading names the file
     assert document.metadata["ocr_pictures"] == 1
-    assert "临时停车费为每小时八元" in _compact(document.text)
-    assert _compact(document.text).index("停车场通知") < _compact(document.text).index("东门")
+    assert [(s.headings, s.text) for s in document.sections] == [(("停车场通知",), ZH_NOTICE[1])]
 
 
 def test_sideways_scan_reads_in_order():
     page = ocr_samples.render(EN_PAGE_2 + ["Call extension 4471 when the filter is out of stock."])
     document = parse_file(ocr_samples.image_bytes(page.rotate(90, expand=True)), KEY + ".png")
     text = document.text
+    assert document.sections[0].headings == ("Maintenance",)
     assert "every 90 days" in text and "extension 4471" in text
-    assert text.index("Maintenance") < text.index("every 90 days") < text.index("extension 4471")
+    assert text.index("every 90 days") < text.index("extension 4471")
 
 
 def test_noisy_phone_photo_of_a_page():

@@ -7,8 +7,8 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import clean_text
 from .ocr import OcrTally, check_pixels, open_image, recognise, title_from
+from .ocr_sections import OcrSections
 
 
 def parse_image(data: bytes, ext: str = ".png") -> Document:
@@ -25,6 +25,7 @@ def parse_image(data: bytes, ext: str = ".png") -> Document:
             "separately.")
     tally = OcrTally()
     sections: list[Section] = []
+    writer = OcrSections()
     pictures = ImageSequence.Iterator(image) if multi_page else [image]
     for number, frame in enumerate(pictures, start=1):
         check_pixels(frame.size, label)
@@ -33,13 +34,11 @@ def parse_image(data: bytes, ext: str = ".png") -> Document:
             tally.page(number, found)
         else:
             tally.picture(found)
-        text = clean_text(found.text)
-        if text:
-            sections.append(Section(text=text, page=number if multi_page else None))
+        sections.extend(writer.page(found.blocks, number if multi_page else None))
     if not sections:
         raise ParseError(f"OCR found no text in this {label} picture. If it holds text, upload a "
                          "sharper or larger picture (at least ~20 px per line of text).")
     metadata: dict[str, str | int] = {"page_count": frames if multi_page else 1}
     metadata.update(tally.metadata())
     return Document(sections=tuple(sections), format="image", metadata=metadata,
-                    title=title_from(sections[0].text))
+                    title=next((h for s in sections for h in s.headings[:1]), "") or title_from(sections[0].text))

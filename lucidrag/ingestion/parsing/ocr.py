@@ -1,4 +1,5 @@
-"""Local, offline OCR: pictures → paragraphs of text in reading order.
+"""Local, offline OCR: pictures → headings, paragraphs and tables in reading order (the layout
+from the boxes' geometry: ocr_layout.py).
 
 The engine is RapidOCR (PP-OCRv6 small detection and recognition models for Chinese + English,
 run on onnxruntime); its wheel ships the models, so nothing is downloaded at run time.
@@ -7,7 +8,7 @@ CPU work off the event loop); one recognition runs at a time per process, which 
 and leaves the other core to the host.
 
     open_image(data, label) -> PIL image   (size limits checked before the pixels are decoded)
-    recognise(image) -> OcrText
+    recognise(image) -> OcrText             (its blocks, and their text with tables in Markdown)
     OcrTally: what the console shows about a file's OCR (pages, confidence, pages with nothing)
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import statistics
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 
-from ._common import is_cjk
+from ._common import render_table
+from .ocr_layout import Block, OcrLine, page_lines, read_page
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -47,11 +48,13 @@ _SENTENCE_END = ".!?。！？:：;；"
 
 @dataclass(frozen=True)
 class OcrText:
-    """The text found in one picture or page: paragraphs joined by blank lines."""
+    """The text found in one picture or page: its blocks in reading order (headings, paragraphs,
+    tables) and, as `text`, the same joined by blank lines with tables in Markdown."""
 
     text: str
     confidence: float | None  # mean recognition score of the lines (0-1); None when none found
     lines: int
+    blocks: tuple[Block, ...] = ()
 
 
 def _load_engine() -> Any:
@@ -127,14 +130,19 @@ def recognise(image: Image.Image) -> OcrText:
                 lines = flipped
     if not lines:
         return OcrText("", None, 0)
-    paragraphs = _paragraphs(lines)
-    return OcrText("\n\n".join(paragraphs), _confidence(lines), len(lines))
+    blocks = tuple(read_page(lines))
+    return OcrText(blocks_text(blocks), _confidence(lines), len(lines), blocks)
 
 
-def _confidence(lines: list[tuple[str, float, Box]]) -> float:
+def blocks_text(blocks: tuple[Block, ...] | list[Block]) -> str:
+    """Blocks as plain text: paragraphs and headings separated by blank lines, tables in Markdown."""
+    return "\n\n".join(render_table(list(b.rows)) if b.kind == "table" else b.text for b in blocks)
+
+
+def _confidence(lines: list[OcrLine]) -> float:
     """Mean line score weighted by characters (a long garbled line weighs more than a page number)."""
-    chars = sum(len(t) for t, _, _ in lines)
-    return sum(len(t) * score for t, score, _ in lines) / chars if chars else 0.0
+    chars = sum(len(line.text) for line in lines)
+    return sum(len(line.text) * line.score for line in lines) / chars if chars else 0.0
 
 
 def _rgb(image: Image.Image) -> Image.Image:
@@ -149,82 +157,20 @@ def _rgb(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-Box = tuple[float, float, float, float]  # left, top, right, bottom
-
-
-def _lines(result: Any) -> list[tuple[str, float, Box]]:
+def _lines(result: Any) -> list[OcrLine]:
     boxes, txts, scores = getattr(result, "boxes", None), getattr(result, "txts", None), \
         getattr(result, "scores", None)
     if boxes is None or not txts:
         return []
-    out = []
-    for points, text, score in zip(boxes, txts, scores):
-        text = " ".join(str(text).split())
-        if not text:
-            continue
-        xs = [float(p[0]) for p in points]
-        ys = [float(p[1]) for p in points]
-        out.append((text, float(score), (min(xs), min(ys), max(xs), max(ys))))
-    return out
+    return page_lines(list(boxes), list(txts), list(scores))
 
 
-def _sideways(lines: list[tuple[str, float, Box]]) -> bool:
+def _sideways(lines: list[OcrLine]) -> bool:
     """Most of the text (by characters) sits in boxes much taller than wide: the page is turned."""
-    tall = sum(len(t) for t, _, (l, tp, r, b) in lines if (b - tp) > 1.5 * (r - l) and len(t) > 2)
-    total = sum(len(t) for t, _, _ in lines)
+    tall = sum(len(line.text) for line in lines
+               if line.height > 1.5 * (line.box[2] - line.box[0]) and len(line.text) > 2)
+    total = sum(len(line.text) for line in lines)
     return total > 0 and tall > total / 2
-
-
-def _paragraphs(lines: list[tuple[str, float, Box]]) -> list[str]:
-    """Rows top to bottom (boxes whose middles share a row are read left to right), then
-    paragraphs: a gap taller than the rows around it, or a short row that ends a sentence,
-    ends one."""
-    heights = [b[3] - b[1] for _, _, b in lines]
-    typical = statistics.median(heights) or 1.0
-    rows: list[list[tuple[str, float, Box]]] = []
-    for line in sorted(lines, key=lambda item: ((item[2][1] + item[2][3]) / 2, item[2][0])):
-        middle = (line[2][1] + line[2][3]) / 2
-        if rows:
-            last = rows[-1]
-            last_middle = statistics.fmean((b[1] + b[3]) / 2 for _, _, b in last)
-            if abs(middle - last_middle) < typical * 0.5:
-                last.append(line)
-                continue
-        rows.append([line])
-    widest = max(b[2] for _, _, b in lines) - min(b[0] for _, _, b in lines) or 1.0
-    paragraphs: list[list[str]] = []
-    previous: Box | None = None
-    previous_text = ""
-    for row in rows:
-        row.sort(key=lambda item: item[2][0])
-        text = _join([t for t, _, _ in row], " ")
-        box = (min(b[0] for _, _, b in row), min(b[1] for _, _, b in row),
-               max(b[2] for _, _, b in row), max(b[3] for _, _, b in row))
-        new = previous is None
-        if previous is not None:
-            gap = box[1] - previous[3]
-            short_end = (previous[2] - previous[0]) < 0.7 * widest and previous_text[-1:] in _SENTENCE_END
-            new = gap > 0.8 * typical or short_end
-        if new:
-            paragraphs.append([text])
-        else:
-            paragraphs[-1].append(text)
-        previous, previous_text = box, text
-    return [_join(p, "\n") for p in paragraphs]
-
-
-def _join(parts: list[str], latin_sep: str) -> str:
-    """Join pieces of one row (or the rows of one paragraph): nothing between two CJK
-    characters, a hyphen-broken word re-joined, otherwise `latin_sep`."""
-    out = parts[0]
-    for part in parts[1:]:
-        if is_cjk(out[-1]) and is_cjk(part[0]):
-            out += part
-        elif latin_sep == "\n" and out.endswith("-") and len(out) > 1 and out[-2].isalpha() and part[0].islower():
-            out = out[:-1] + part
-        else:
-            out += (" " if latin_sep == "\n" else latin_sep) + part
-    return out
 
 
 @dataclass
@@ -320,11 +266,17 @@ def picture_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class PictureRead:
-    """A picture inside a document: its OCR text, or (no text found) the picture itself as a
-    small PNG for the optional vision model (None past limits.MAX_VISION_PICTURES)."""
+    """A picture inside a document: its OCR text and its tables (Markdown, placed after the text
+    like a document's own tables), or (no text found) the picture itself as a small PNG for the
+    optional vision model (None past limits.MAX_VISION_PICTURES)."""
 
     text: str = ""
     png: bytes | None = None
+    tables: tuple[str, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.text or self.tables or self.png)
 
 
 def read_picture(blob: bytes, tally: OcrTally) -> PictureRead:
@@ -349,7 +301,8 @@ def read_image(image: Image.Image, tally: OcrTally) -> PictureRead:
         found = recognise(image)
         tally.picture(found)
         if found.text:
-            return PictureRead(text=found.text)
+            return PictureRead(text=blocks_text([b for b in found.blocks if b.kind != "table"]),
+                               tables=tuple(render_table(list(b.rows)) for b in found.blocks if b.kind == "table"))
         return PictureRead(png=tally.vision_png(image))
     except (OSError, ValueError) as exc:  # truncated picture data
         logger.info("picture skipped: %s", type(exc).__name__)

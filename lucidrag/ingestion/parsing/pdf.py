@@ -14,7 +14,8 @@ from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import PICTURE_PLACEHOLDER, HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
-from .ocr import OcrTally, PictureRead, picture_text, read_image, recognise, title_from
+from .ocr import OcrTally, OcrText, PictureRead, picture_text, read_image, recognise, title_from
+from .ocr_sections import OcrSections
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +140,11 @@ def _emit(text: str, headings: tuple[str, ...], page: int, out: list[Section]) -
 
 
 def _sections(pages: list[str], bookmarks: list[_Bookmark],
-              pictures: dict[int, list[PictureRead]] | None = None) -> list[Section]:
-    pictures = pictures or {}
+              pictures: dict[int, list[PictureRead]] | None = None,
+              scanned: dict[int, OcrText] | None = None) -> list[Section]:
+    """Sections page by page: a text layer split at its bookmarks' titles; a scanned page's OCR
+    blocks (its headings, paragraphs and tables); then the page's pictures."""
+    pictures, scanned = pictures or {}, scanned or {}
     if all(_only_noise(p) for p in pages) and not pictures:
         raise ParseError(SCANNED)
     by_page: dict[int, list[_Bookmark]] = {}
@@ -148,13 +152,21 @@ def _sections(pages: list[str], bookmarks: list[_Bookmark],
         if 0 <= bm.page_index < len(pages):
             by_page.setdefault(bm.page_index, []).append(bm)
     stack = HeadingStack()
+    ocr = OcrSections(stack)
     out: list[Section] = []
     for index, raw in enumerate(pages):
-        _split_page(join_lines(raw), by_page.get(index, []), stack, index + 1, out)
+        if index in scanned:
+            for bm in by_page.get(index, []):
+                stack.push(bm.level, bm.title)
+            out.extend(ocr.page(scanned[index].blocks, index + 1))
+        else:
+            _split_page(join_lines(raw), by_page.get(index, []), stack, index + 1, out)
         for picture in pictures.get(index, ()):
             if picture.text:
                 _emit(picture_text(picture.text), stack.path, index + 1, out)
-            elif picture.png:
+            out.extend(Section(text=table, headings=stack.path, page=index + 1, is_table=True)
+                       for table in picture.tables)
+            if picture.png:
                 out.append(Section(text=PICTURE_PLACEHOLDER, headings=stack.path, page=index + 1,
                                    picture=picture.png))
     return out
@@ -176,9 +188,10 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
         engine = "pypdf"
     tally = OcrTally()
     pictures: dict[int, list[PictureRead]] = {}
+    scanned: dict[int, OcrText] = {}
     if engine == "pypdfium2":
-        pictures = _ocr_pages(data, pages, tally)
-    sections = _sections(pages, bookmarks, pictures)
+        pictures = _ocr_pages(data, pages, tally, scanned)
+    sections = _sections(pages, bookmarks, pictures, scanned)
     metadata: dict[str, str | int] = {"page_count": len(pages), "pdf_engine": engine}
     metadata.update(tally.metadata())
     title = _pdf_title(data) or (title_from(pages[0]) if tally.pages[:1] == [1] else "")
@@ -190,14 +203,16 @@ def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
 # one by one and placed after that page's text, marked as picture text.
 
 
-def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list[PictureRead]]:
-    """Fill `pages[i]` for pages without usable text; return the text of pictures on the others."""
+def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally,
+               scanned: dict[int, OcrText]) -> dict[int, list[PictureRead]]:
+    """Fill `pages[i]` (and `scanned[i]`, the OCR reading) for pages without usable text; return
+    the text of pictures on the others."""
     import pypdfium2 as pdfium
 
-    scanned = [i for i, text in enumerate(pages) if _only_noise(text)]
-    if len(scanned) > limits.MAX_OCR_PAGES:
+    without_text = sum(1 for text in pages if _only_noise(text))
+    if without_text > limits.MAX_OCR_PAGES:
         raise LimitExceeded(
-            f"This PDF has {len(scanned):,} scanned pages (pages without a text layer); LucidRAG reads "
+            f"This PDF has {without_text:,} scanned pages (pages without a text layer); LucidRAG reads "
             f"at most {limits.MAX_OCR_PAGES} scanned pages per file by OCR (MAX_OCR_PAGES). Split it "
             "into smaller PDFs and upload them separately.")
     pictures: dict[int, list[PictureRead]] = {}
@@ -213,9 +228,10 @@ def _ocr_pages(data: bytes, pages: list[str], tally: OcrTally) -> dict[int, list
                     found = recognise(image)
                     tally.page(index + 1, found)
                     pages[index] = found.text
+                    scanned[index] = found
                 else:
                     picture = read_image(image, tally)
-                    if picture.text or picture.png:
+                    if picture.found:
                         pictures.setdefault(index, []).append(picture)
     finally:
         with _PDFIUM_LOCK:

@@ -41,7 +41,8 @@ def _walk(shapes, texts: list[str], tables: list[str], skip_id: int | None, tall
             text = clean_text(picture.text)
             if text:
                 texts.append(picture_text(text))
-            elif picture.png:
+            tables.extend(picture.tables)
+            if picture.png:
                 pictures.append(picture.png)
         elif getattr(shape, "has_table", False) and shape.has_table:
             writer = TableWriter()

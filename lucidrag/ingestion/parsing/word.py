@@ -217,7 +217,9 @@ def parse_docx(data: bytes, ext: str = ".docx") -> Document:
                     if picture.text:
                         builder.flush()
                         builder.add(picture_text(picture.text))
-                    elif picture.png:
+                    for table in picture.tables:
+                        builder.table(table)
+                    if picture.png:
                         builder.picture(picture.png)
             elif tag == _TBL:
                 table = _table(child)
@@ -249,7 +251,7 @@ def _pictures(paragraph, part, tally: OcrTally) -> list[PictureRead]:  # noqa: A
         except (KeyError, AttributeError):  # an external (linked) picture or a broken relationship
             continue
         picture = read_picture(blob, tally)
-        if picture.text or picture.png:
+        if picture.found:
             texts.append(picture)
     return texts
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from lucidrag.base.blocking import run_blocking
+from lucidrag.base.blocking import run_blocking, run_parsing, upload_work
 from lucidrag.base.errors import LucidRagError, ParseError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings
@@ -64,20 +64,8 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
 
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                       request: IngestRequest) -> IngestOutcome:
-    document = request.parsed or await _read_and_parse(host, request)
-    document = await describe_pictures(host, document, request.settings.vision_model_uuid)
-    chunked = await run_blocking(chunk_document, document, request.settings)
-    if not chunked.chunks:
-        raise ParseError(
-            "No text could be extracted from this file, not even by OCR from its pictures. Check "
-            "that the file opens correctly; for pictures without text (charts, photos) choose a "
-            "vision model when creating the knowledge base."
-        )
-    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
-    record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
-                                {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
-    texts = [c.text for c in record.chunks]
-    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
+    with upload_work():
+        record, vectors = await _read_and_embed(host, embedder, request)
     store = KbStore(host, request.kb_id)
 
     # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not upsert),
@@ -141,6 +129,24 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     return IngestOutcome(len(record.chunks), record.format)
 
 
+async def _read_and_embed(host: HostApi, embedder: Embedder, request: IngestRequest) -> tuple[FileRecord, np.ndarray]:
+    """The file's own steps, before it touches the KB: its record and its vectors."""
+    document = request.parsed or await _read_and_parse(host, request)
+    document = await describe_pictures(host, document, request.settings.vision_model_uuid)
+    chunked = await run_blocking(chunk_document, document, request.settings)
+    if not chunked.chunks:
+        raise ParseError(
+            "No text could be extracted from this file, not even by OCR from its pictures. Check "
+            "that the file opens correctly; for pictures without text (charts, photos) choose a "
+            "vision model when creating the knowledge base."
+        )
+    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
+    record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
+                                {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
+    texts = [c.text for c in record.chunks]
+    return record, await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, texts)
+
+
 async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
     try:
         data = await with_retries(lambda: host.get_knowledge_file_stream(request.storage_path))
@@ -148,7 +154,7 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
         raise ParseError(
             f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
         ) from error
-    return await run_blocking(parse_file, data, request.filename, request.mime_type)
+    return await run_parsing(parse_file, data, request.filename, request.mime_type)
 
 
 async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

@@ -205,9 +205,9 @@ async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per
     assert back.host.calls["get_plugin_storage_keys"] - before <= 2
 
 
-# What production runs in `run_blocking`: the keyword index (segment index), tokenising, record
-# decoding, rebuilding records from vectors, parsing and chunking. Each is watched where the
-# production module looks it up.
+# What production runs off the event loop (`run_blocking`, `run_parsing`): the keyword index
+# (segment index), tokenising, record decoding, rebuilding records from vectors, parsing and
+# chunking. Each is watched where the production module looks it up.
 WATCHED = {
     SegmentIndex: ("add_file", "remove_file", "search", "take_changes", "load"),
     FileRecord: ("from_vector_items",),

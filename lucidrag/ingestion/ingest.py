@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from lucidrag.base.blocking import run_blocking
+from lucidrag.base.blocking import run_blocking, run_parsing, upload_work
 from lucidrag.base.budget import BudgetSpent, IngestDeadlines, budget, remaining, until
 from lucidrag.base.errors import (
     IngestTimedOut,
@@ -100,7 +100,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         with until(deadlines.work):
             await ready()
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
-                record, vectors = await _prepare(host, embedder, request)
+                with upload_work():  # the file's own steps, before it touches the KB
+                    record, vectors = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors.
@@ -254,7 +255,7 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
         raise ParseError(
             f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
         ) from error
-    return await run_blocking(parse_file, data, request.filename, request.mime_type)
+    return await run_parsing(parse_file, data, request.filename, request.mime_type)
 
 
 async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

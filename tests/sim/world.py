@@ -23,6 +23,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from lucidrag.base import blocking
 from lucidrag.engine import Engine
 from tests.fakes import ActionCallTimeoutError, FakeHost, HostError, hash_embed
 
@@ -151,16 +152,18 @@ class PluginProcess:
 
 @contextlib.contextmanager
 def inline_blocking() -> Iterator[None]:
-    """`asyncio.to_thread` runs the function on the loop after one turn: the same awaits as a
-    worker thread, without the thread's timing, so that a seed replays exactly."""
-    original = asyncio.to_thread
+    """`asyncio.to_thread` (and the parse lane) runs the function on the loop after one turn: the
+    same awaits as a worker thread, without the thread's timing, so that a seed replays exactly."""
+    original, original_parse = asyncio.to_thread, blocking.in_parse_thread
 
     async def inline(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(0)
         return fn(*args, **kwargs)
 
     asyncio.to_thread = inline  # type: ignore[assignment]
+    blocking.in_parse_thread = inline  # type: ignore[assignment]
     try:
         yield
     finally:
         asyncio.to_thread = original  # type: ignore[assignment]
+        blocking.in_parse_thread = original_parse  # type: ignore[assignment]

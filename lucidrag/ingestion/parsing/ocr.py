@@ -3,7 +3,7 @@ from the boxes' geometry: ocr_layout.py).
 
 The engine is RapidOCR (PP-OCRv6 small detection and recognition models for Chinese + English,
 run on onnxruntime); its wheel ships the models, so nothing is downloaded at run time.
-docs/DESIGN.md → "OCR" says why this engine. Every caller runs inside `run_blocking` (parsing is
+docs/DESIGN.md → "OCR" says why this engine. Every caller runs inside `run_parsing` (parsing is
 CPU work off the event loop); one recognition runs at a time per process, which bounds memory
 and leaves the other core to the host.
 

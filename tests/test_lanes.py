@@ -1,0 +1,120 @@
+"""The bot keeps answering while files are uploaded: a query's and a delete's CPU work never waits
+behind parsing, OCR or an upload's other steps (base/blocking.py's lanes).
+
+Each test holds the upload work in worker threads on a threading.Event (as a long scan's OCR
+holds them for minutes) and asks questions in every mode and deletes files, on the uploading
+KB and on another one. They must all complete while the uploads are still held; only then are
+the uploads let go, and they complete too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+import lucidrag.ingestion.ingest as ingest
+from lucidrag.base import blocking
+from tests.conftest import Harness
+from tests.test_engine import SOLAR, TEA
+
+UPLOADING = "kb-uploading"
+OTHER = "kb-other"
+MODES = ("keyword", "vector", "hybrid")
+# Only bounds how long a broken build hangs before the test reports it; never met when it passes.
+HANG_S = 20
+
+
+class Gate:
+    """Wraps a blocking function so that each call tells the loop it started, then waits until
+    the gate opens."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._opened = threading.Event()
+        self._started: asyncio.Queue[None] = asyncio.Queue()
+
+    def hold(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def held(*args: Any, **kwargs: Any) -> Any:
+            self._loop.call_soon_threadsafe(self._started.put_nowait, None)
+            self._opened.wait()
+            return fn(*args, **kwargs)
+        return held
+
+    async def started(self, count: int) -> None:
+        async def wait() -> None:
+            for _ in range(count):
+                await self._started.get()
+        await asyncio.wait_for(wait(), HANG_S)
+
+    def open(self) -> None:
+        self._opened.set()
+
+
+async def answers_while_uploads_are_held(harness: Harness, monkeypatch: pytest.MonkeyPatch, step: str,
+                                         uploads: int, held: int) -> None:
+    """Start `uploads` uploads into UPLOADING with their `step` (a function ingest.py calls) held
+    by a gate; once `held` of them are held, ask in every mode and delete a file on both KBs:
+    everything must complete before the gate opens."""
+    kept = {kb: await harness.ingest(kb, "solar.txt", SOLAR) for kb in (UPLOADING, OTHER)}
+    doomed = {kb: await harness.ingest(kb, "tea.txt", TEA) for kb in (UPLOADING, OTHER)}
+    gate = Gate()
+    monkeypatch.setattr(ingest, step, gate.hold(getattr(ingest, step)))
+    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", TEA + b" Scan %d." % i))
+               for i in range(uploads)]
+    try:
+        await gate.started(held)
+        questions = {(kb, mode): asyncio.ensure_future(harness.texts(kb, "solar array kilowatts",
+                                                                     settings={"search_mode": mode}))
+                     for kb in (UPLOADING, OTHER) for mode in MODES}
+        deletes = {kb: asyncio.ensure_future(harness.component.delete_document(kb, doomed[kb].document_id))
+                   for kb in (UPLOADING, OTHER)}
+        _, waiting = await asyncio.wait([*questions.values(), *deletes.values()], timeout=HANG_S)
+        assert not waiting, "a query or a delete waited behind the uploads"
+        assert not any(upload.done() for upload in running)  # they were held all along
+    finally:
+        gate.open()
+    for (kb, mode), texts in questions.items():
+        assert "42 kilowatts" in texts.result()[0], (kb, mode)
+    assert all(deleted.result() is True for deleted in deletes.values())
+    for kb in (UPLOADING, OTHER):
+        assert not harness.host.vectors_of(kb, doomed[kb].document_id)
+        assert harness.host.vectors_of(kb, kept[kb].document_id)
+    results = await asyncio.gather(*running)
+    assert [r.status for r in results] == [DocumentStatus.COMPLETED] * uploads
+
+
+async def test_questions_and_deletes_are_answered_while_every_parse_thread_reads_a_scan(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    await answers_while_uploads_are_held(harness, monkeypatch, "parse_file", uploads=blocking.PARSE_THREADS + 1,
+                                         held=blocking.PARSE_THREADS)
+
+
+async def test_questions_and_deletes_are_answered_while_uploads_chunk_their_files(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    await answers_while_uploads_are_held(harness, monkeypatch, "chunk_document", uploads=3,
+                                         held=blocking.UPLOAD_SLOTS_PER_SCOPE)
+
+
+async def test_a_parse_takes_none_of_the_workspaces_executor_slots(harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    """With every parse thread held, the workspace can still run as many blocking jobs at once as
+    the SDK allows it (4): parsing leaves the runtime's workers and the workspace's share of them,
+    which the SDK's own message encoding also needs, to everything else."""
+    gate = Gate()
+    monkeypatch.setattr(ingest, "parse_file", gate.hold(ingest.parse_file))
+    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", TEA))
+               for i in range(blocking.PARSE_THREADS)]
+    try:
+        await gate.started(blocking.PARSE_THREADS)
+        inner = threading.Barrier(4)
+
+        async def four_jobs_at_once() -> list[int]:
+            return list(await asyncio.gather(*(asyncio.to_thread(inner.wait, HANG_S) for _ in range(4))))
+        assert sorted(await harness.invoke(four_jobs_at_once)) == [0, 1, 2, 3]
+    finally:
+        gate.open()
+    assert [r.status for r in await asyncio.gather(*running)] == [DocumentStatus.COMPLETED] * blocking.PARSE_THREADS

@@ -245,6 +245,7 @@ class Runner:
         self.faults.writes_fail = history.writes_fail
         self.book = Book()
         self.landings: set[asyncio.Task[Any]] = set()
+        self.creating: dict[int, asyncio.Event] = {}  # KBs whose creation hook runs now
         self.process = self._new_process()
 
     def _new_process(self) -> PluginProcess:
@@ -306,6 +307,7 @@ class Runner:
                 raise result
         self._check_collections(f"step {number}")
         self.faults.clear()
+        self.process.kill_after = None
         if self.process.dead or step.restart:
             self.process.kill()
             self.process = self._new_process()
@@ -350,8 +352,12 @@ class Runner:
             doc.answerable.add(doc.version)  # the old upload stays until the new one is done
         elif op[0] == "create_kb":
             self.book.kbs[op[1]] = "live"
+            self.creating[op[1]] = asyncio.Event()
 
     async def _op(self, op: Op, healthy: bool) -> None:
+        creating = self.creating.get(self._kb_of(op))
+        if creating is not None and op[0] != "create_kb":
+            await creating.wait()  # LangBot shows a KB once its creation returned
         if op[0] == "ingest":
             await self._ingest(op[1], healthy)
         elif op[0] == "delete":
@@ -367,8 +373,13 @@ class Runner:
 
     async def _create_kb(self, k: int) -> None:
         self.book.kbs[k] = "live"
-        await self._invoke("on_knowledge_base_create", HOOK_TIMEOUT_S["create"],
-                           self.component.on_knowledge_base_create, kb_name(k), dict(SETTINGS))
+        try:
+            await self._invoke("on_knowledge_base_create", HOOK_TIMEOUT_S["create"],
+                               self.component.on_knowledge_base_create, kb_name(k), dict(SETTINGS))
+        finally:
+            creating = self.creating.pop(k, None)
+            if creating is not None:
+                creating.set()
 
     async def _delete_kb(self, k: int) -> None:
         try:
@@ -464,6 +475,8 @@ class Runner:
         self.faults.clear()
         while self.landings:  # LangBot finishes every call it was sent
             await asyncio.wait(set(self.landings))
+        if not self.process.dead:  # work this process keeps in memory goes on in its next hooks
+            await self._settle_hooks()
         self.process.kill()
         self.process = self._new_process()
         for n, doc in sorted(self.book.docs.items()):
@@ -471,14 +484,7 @@ class Runner:
                 await self._delete(n)
                 if doc.status != "deleted":
                     raise HistoryFailed(Violation("raised", f"deleting {doc_id(n)} on a healthy host failed"))
-        if not self.book.live_kbs():
-            await self._create_kb(max(self.book.kbs, default=-1) + 1)
-        probe = self.book.live_kbs()[0]
-        for _ in range(SETTLE_HOOKS):  # upkeep of every KB, from hooks on one of them
-            await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
-                               self.component.delete_document, kb_name(probe), "doc-none")
-            await self._retrieve(NO_DOC, "hybrid", "none", k=probe)
-        self._check_upkeep(probe)
+        self._check_upkeep(await self._settle_hooks())
         for k in self.book.live_kbs():
             completed = sorted(n for n, d in self.book.docs.items() if d.kb == k and d.status == "completed")
             gone = sorted(n for n, d in self.book.docs.items() if d.kb == k and doc_id(n) in self.book.gone())
@@ -492,6 +498,17 @@ class Runner:
                     await self._retrieve(n, mode, "none")
             self._check_vectors(k)
             self._check_keys(k)
+
+    async def _settle_hooks(self) -> int:
+        """A few hooks on one KB (created if none is left); the upkeep of every KB runs in them."""
+        if not self.book.live_kbs():
+            await self._create_kb(max(self.book.kbs, default=-1) + 1)
+        probe = self.book.live_kbs()[0]
+        for _ in range(SETTLE_HOOKS):
+            await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
+                               self.component.delete_document, kb_name(probe), "doc-none")
+            await self._retrieve(NO_DOC, "hybrid", "none", k=probe)
+        return probe
 
     # ------------------------------------------------------------------ invariants
     def _check_collections(self, where: str) -> None:

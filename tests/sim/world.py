@@ -264,13 +264,17 @@ class PluginProcess:
         self.dead = True
 
     def _send(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], delay: float) -> asyncio.Task[Any]:
-        """The call as LangBot runs it: in a task of its own, outside the plugin's invocation."""
+        """The call as LangBot runs it: in a task of its own, outside the plugin's invocation. It
+        takes effect at a seeded moment within `delay` and answers at its end, so a listing or a
+        read answers what storage held some time before the answer arrives."""
         call: Callable[..., Any] = getattr(self.host, method)
+        effect_at = self.rng.uniform(0.0, delay)
 
         async def land() -> Any:
-            if delay:
-                await asyncio.sleep(delay)
-            return await call(*args, **kwargs)
+            await asyncio.sleep(effect_at)
+            result = await call(*args, **kwargs)
+            await asyncio.sleep(delay - effect_at)
+            return result
 
         task = asyncio.get_running_loop().create_task(land(), context=contextvars.Context())
         self.landings.add(task)

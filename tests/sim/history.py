@@ -93,6 +93,7 @@ KB = "kb-sim"
 MODES = ("vector", "keyword", "hybrid")
 REPAIRS = ("retry_saving_records", "rebuild_from_vector_db", "scan", "view")
 SETTLE_HOOKS = 3
+CONSOLE_TIMEOUT_S = 30.0  # the runtime's page API call (runtime/io/handlers/plugin.py call_page_api)
 MAX_KBS = 3
 NO_DOC = 999  # a document number no history uploads: its words are in no file
 T = TypeVar("T")
@@ -294,6 +295,7 @@ class Runner:
                 self._start(op)
                 ops.append(op)
         results = await asyncio.gather(*(self._op(op, healthy) for op in ops), return_exceptions=True)
+        self._check_collections(f"step {number}")  # first: a wrong collection fails the uploads too
         for op, result in zip(ops, results):
             if isinstance(result, HistoryFailed):
                 raise HistoryFailed(Violation(result.violation.kind, f"step {number} {op}: {result.violation.detail}"))
@@ -305,7 +307,6 @@ class Runner:
                     self.book.kbs[op[1]] = "live"  # LangBot timed the hook out... or kept the KB
             elif isinstance(result, BaseException):
                 raise result
-        self._check_collections(f"step {number}")
         self.faults.clear()
         self.process.kill_after = None
         if self.process.dead or step.restart:
@@ -400,6 +401,7 @@ class Runner:
         self.host.files[storage_path] = data
         context = ingestion_context(kb, storage_path, data, doc_id(n), dict(SETTINGS), "text/plain")
         result = await self._invoke("ingest", HOOK_TIMEOUT_S["ingest"], self.component.ingest, context)
+        del self.host.files[storage_path]  # LangBot deletes an upload once it reached a terminal status
         if doc.status == "kb-deleted":
             return  # LangBot dropped the file with its KB
         if result.status == DocumentStatus.COMPLETED:
@@ -448,6 +450,9 @@ class Runner:
         if file_id in self.book.gone() or doc.status == "kb-deleted":
             raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id} ({doc.status})"))
         versions = versions_holding(doc_number(file_id), doc.kinds, text)
+        if versions and not doc.answerable:
+            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned upload {sorted(versions)} of "
+                                                           f"{len(doc.kinds)} of {file_id} ({doc.status})"))
         if versions and not versions & doc.answerable:
             raise HistoryFailed(Violation("old-version", f"retrieve {mode} returned upload {sorted(versions)} of "
                                                          f"{file_id} ({doc.status}; may answer {sorted(doc.answerable)})"))
@@ -462,7 +467,7 @@ class Runner:
             endpoint = "/repair"
             body = {"kb_id": kb_name(k), "action": action, "file_id": file_id, "langbot_status": "interrupted"}
         try:
-            await self._invoke("console", HOOK_TIMEOUT_S["retrieve"], console.handle, endpoint, body)
+            await self._invoke("console", CONSOLE_TIMEOUT_S, console.handle, endpoint, body)
         except ConsoleError:
             return  # shown to the operator; a failure under faults is fine
         if action == "remove_orphan_vectors":

@@ -1,4 +1,4 @@
-"""Run seeded random histories of one knowledge base (tests/sim) and shrink the ones that fail.
+"""Run seeded random histories of knowledge bases (tests/sim) and shrink the ones that fail.
 
     python scripts/sim.py --seeds 2000            # seeds 0..1999
     python scripts/sim.py --start 5000 --seeds 500
@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--seed", type=int, help="run this one seed only")
     parser.add_argument("--shrink", action="store_true", help="shrink each failing history")
+    parser.add_argument("--shrink-s", type=float, default=120.0, help="seconds to spend shrinking each")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.seeds)
@@ -41,8 +42,8 @@ def main() -> int:
         kinds[violation.kind] += 1
         print(f"seed {seed} ({history.backend}): {violation}", flush=True)
         if args.shrink:
-            small = shrink(history, violation)
-            print(f"  shrunk to {len(small.steps)} steps: History({small.seed}, {small.backend!r}, {small.steps!r})")
+            small = shrink(history, violation, args.shrink_s)
+            print(f"  shrunk to {len(small.steps)} steps: {small!r}")
             print(f"  now: {run_history(small)}", flush=True)
     total = len(seeds)
     print(f"{total} histories, {sum(kinds.values())} failed {dict(kinds)}, {time.monotonic() - started:.1f} s")

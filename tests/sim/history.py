@@ -447,12 +447,10 @@ class Runner:
         if doc is None or doc.kb != k:
             raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} on {kb_name(k)} returned "
                                                            f"{file_id}, not a file of this KB"))
-        if file_id in self.book.gone() or doc.status == "kb-deleted":
-            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id} ({doc.status})"))
         versions = versions_holding(doc_number(file_id), doc.kinds, text)
-        if versions and not doc.answerable:
-            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned upload {sorted(versions)} of "
-                                                           f"{len(doc.kinds)} of {file_id} ({doc.status})"))
+        if file_id in self.book.gone() or doc.status == "kb-deleted" or (versions and not doc.answerable):
+            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id} ({doc.status}; "
+                                                           f"upload {sorted(versions)} of {len(doc.kinds)})"))
         if versions and not versions & doc.answerable:
             raise HistoryFailed(Violation("old-version", f"retrieve {mode} returned upload {sorted(versions)} of "
                                                          f"{file_id} ({doc.status}; may answer {sorted(doc.answerable)})"))

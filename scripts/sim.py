@@ -28,6 +28,7 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed")
     parser.add_argument("--seed", type=int, help="run this one seed only")
     parser.add_argument("--shrink", action="store_true", help="shrink each failing history")
+    parser.add_argument("--without", default="", help="operations left out, comma-separated: reupload,delete_kb")
     parser.add_argument("--shrink-s", type=float, default=120.0, help="seconds to spend shrinking each")
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
@@ -35,7 +36,7 @@ def main() -> int:
     started = time.monotonic()
     kinds: Counter[str] = Counter()
     for seed in seeds:
-        history = generate(seed)
+        history = generate(seed, frozenset(filter(None, args.without.split(","))))
         violation = run_history(history)
         if violation is None:
             continue

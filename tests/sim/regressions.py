@@ -248,9 +248,24 @@ REGRESSIONS: dict[str, History] = {
         Step([("delete", 3)], slow=0.5),
         Step([("ingest", 5, "small", 0), ("ingest", 2, "small", 0), ("ingest", 4, "small", 0)], vectors=0.2),
     ]),
+    # the deletion of a KB that never had a vector was cut short by kill -9: nothing remembered
+    # it, and its keys stayed for good (seed 390)
+    "kb-without-vectors-deletion-killed-keeps-keys-390": History(390, "chroma", [
+        Step([("delete_kb", 0)], kill_after=3),
+    ]),
+    # a re-upload of a completed document id was killed after it had removed the old vectors:
+    # the old record stayed without a vector (seed 133)
+    "killed-re-upload-leaves-the-old-record-133": History(133, "milvus", [
+        Step([("ingest", 0, "small", 0), ("repair", "scan", 0)], storage=0.3),
+        Step([("retrieve", 0, "vector", "not-file")]),
+        Step([("ingest", 2, "bad", 0), ("ingest", 3, "bad", 0), ("ingest", 0, "small", 0)], kill_after=7),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {
+    "kb-without-vectors-deletion-killed-keeps-keys-390":
+        "deleting a KB that never had a vector is not remembered when cut short",
+    "killed-re-upload-leaves-the-old-record-133": "a re-upload cut short by kill -9 leaves the old record without vectors",
     "milvus-query-after-a-failed-creation-1":
         "a KB whose meta write failed at creation lists Milvus on its first query (1536-dim collection)",
     "completed-file-lost-after-a-failed-creation-6":

@@ -260,9 +260,41 @@ REGRESSIONS: dict[str, History] = {
         Step([("retrieve", 0, "vector", "not-file")]),
         Step([("ingest", 2, "bad", 0), ("ingest", 3, "bad", 0), ("ingest", 0, "small", 0)], kill_after=7),
     ]),
+    # a console scan one of whose vector listings lost its answer (the SDK's 30 s call timeout)
+    # outlived the runtime's 30 s for a page API request (seed 300)
+    "console-scan-outlives-the-page-timeout-300": History(300, "chroma", [
+        Step([("ingest", 2, "small", 0)]),
+        Step([("ingest", 3, "medium", 0)]),
+        Step([("ingest", 6, "small", 0), ("repair", "scan", 0)], lost=0.2),
+    ]),
+    # an upload on slow, flaky storage FAILED, but a storage write it had given up on landed:
+    # after a restart keyword search answered the failed file (seed 43)
+    "failed-upload-answered-after-its-write-landed-43": History(43, "milvus", [
+        Step([("ingest", 0, "small", 0)]),
+        Step([("ingest", 1, "small", 0)], storage=0.5, restart=True),
+        Step([("ingest", 3, "medium", 0)], storage=0.3, lost=0.2, slow=1.0),
+    ]),
+    # an upload on a slow host FAILED and rolled back; an upsert it had given up on landed after
+    # the rollback, and its vectors stayed for good (seed 61)
+    "upsert-landing-after-the-rollback-stays-61": History(61, "milvus", [
+        Step([("ingest", 0, "small", 0)], vectors=0.5),
+        Step([("delete", 0)], storage=0.5),
+        Step([("ingest", 1, "large", 0)], slow=0.5),
+        Step([("retrieve", 0, "vector", "not-file")]),
+        Step([("ingest", 2, "bad", 0)], storage=0.3),
+        Step([("delete", 2)], lost=0.5),
+        Step([("retrieve", 2, "hybrid", "none")]),
+        Step([("delete", 1)]),
+        Step([("delete", 2)], lost=0.5),
+        Step([("ingest", 3, "small", 0)]),
+        Step([("ingest", 4, "medium", 0), ("ingest", 5, "bad", 0), ("ingest", 6, "small", 0)], slow=1.0),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {
+    "console-scan-outlives-the-page-timeout-300": "console requests have no deadline within the page API's 30 s",
+    "failed-upload-answered-after-its-write-landed-43": "a storage write given up on lands and brings back a FAILED file",
+    "upsert-landing-after-the-rollback-stays-61": "an upsert given up on lands after the rollback and its vectors stay",
     "kb-without-vectors-deletion-killed-keeps-keys-390":
         "deleting a KB that never had a vector is not remembered when cut short",
     "killed-re-upload-leaves-the-old-record-133": "a re-upload cut short by kill -9 leaves the old record without vectors",

@@ -35,6 +35,11 @@ def doc_words(n: int) -> list[str]:
             for _ in range(3)]
 
 
+def tail_word(n: int) -> str:
+    """A word only in the last paragraph of a large document: past the listing window."""
+    return "tail" + "".join("abcdefghij"[int(d)] for d in str(n)) + "zq"
+
+
 @functools.lru_cache(maxsize=4096)
 def doc_bytes(n: int, kind: str, version: int = 0) -> bytes:
     if kind == "bad":
@@ -48,6 +53,8 @@ def doc_bytes(n: int, kind: str, version: int = 0) -> bytes:
         for w in words * (2 if kind == "small" else 6):
             body.insert(rng.randrange(len(body)), w)
         out.append(" ".join(body) + ".")
+    if kind == "large":
+        out[-1] += f" {tail_word(n)}."
     return "\n\n".join(out).encode()
 
 

@@ -72,6 +72,7 @@ from tests.sim.documents import (
     doc_number,
     doc_words,
     expected_chunks,
+    tail_word,
     versions_holding,
 )
 from tests.sim.world import (
@@ -253,6 +254,7 @@ class Runner:
         self.book = Book()
         self.landings: set[asyncio.Task[Any]] = set()
         self.creating: dict[int, asyncio.Event] = {}  # KBs whose creation hook runs now
+        self.deleting: set[int] = set()  # documents whose delete hook runs now
         self.process = self._new_process()
 
     def _new_process(self) -> PluginProcess:
@@ -419,8 +421,12 @@ class Runner:
 
     async def _delete(self, n: int) -> None:
         doc = self.book.docs[n]
-        ok = await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
-                                self.component.delete_document, kb_name(doc.kb), doc_id(n))
+        self.deleting.add(n)
+        try:
+            ok = await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
+                                    self.component.delete_document, kb_name(doc.kb), doc_id(n))
+        finally:
+            self.deleting.discard(n)
         if doc.status == "kb-deleted":
             return
         if ok is True:
@@ -428,7 +434,8 @@ class Runner:
         else:
             doc.status = "delete-failed"
 
-    async def _retrieve(self, n: int, mode: str, filt: str, top_k: int = 5, k: int | None = None) -> list[str]:
+    async def _retrieve(self, n: int, mode: str, filt: str, top_k: int = 5, k: int | None = None,
+                        query: str = "") -> list[str]:
         doc = self.book.docs.get(n)
         k = k if k is not None else doc.kb if doc is not None else 0
         kb = kb_name(k)
@@ -437,16 +444,21 @@ class Runner:
             filters = {"file_id": doc_id(n)}
         elif filt == "not-file":
             filters = {"file_id": {"$ne": doc_id(n)}}
-        context = RetrievalContext(query=" ".join(doc_words(n)), knowledge_base_id=kb, collection_id=kb,
+        context = RetrievalContext(query=query or " ".join(doc_words(n)), knowledge_base_id=kb, collection_id=kb,
                                    retrieval_settings={"top_k": top_k, "search_mode": mode},
                                    creation_settings=dict(SETTINGS), filters=filters)
         kb_was_live = self.book.kbs.get(k) == "live"
+        settled = {d for d, state in self.book.docs.items() if state.status == "delete-failed"} - self.deleting
         response = await self._invoke("retrieve", HOOK_TIMEOUT_S["retrieve"], self.component.retrieve, context)
         files = []
         for entry in response.results:
             file_id = str((entry.metadata or {}).get("file_id"))
             files.append(file_id)
             self._check_answer(mode, k, file_id, entry.content[0].text if entry.content else "", kb_was_live)
+            number = doc_number(file_id)
+            if number in settled - self.deleting and not self.host.vectors_of(kb, file_id):
+                raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id}, whose delete "
+                                                               "returned False after its vectors were deleted"))
         return files
 
     def _check_answer(self, mode: str, k: int, file_id: str, text: str, kb_was_live: bool) -> None:
@@ -507,6 +519,10 @@ class Runner:
                     if doc_id(n) not in await self._retrieve(n, mode, "none"):
                         raise HistoryFailed(Violation("not-found", f"{doc_id(n)} ({self.book.docs[n].kind}) "
                                                                    f"not found in {mode} mode after the settle"))
+                if self.book.docs[n].kind == "large" and doc_id(n) not in await self._retrieve(
+                        n, "keyword", "none", query=tail_word(n)):
+                    raise HistoryFailed(Violation("not-found", f"{doc_id(n)}'s last chunks (past the listing "
+                                                               "window) not found by keyword after the settle"))
             for n in gone:
                 for mode in ("vector", "keyword"):
                     await self._retrieve(n, mode, "none")

@@ -551,19 +551,16 @@ class Runner:
     def _check_upkeep(self, probe: int) -> None:
         """Nothing is left of a deleted KB, and no other KB's unfinished ingest waits."""
         keys = list(self.host.storage)
-        for k, status in sorted(self.book.kbs.items()):
-            kb = kb_name(k)
-            if status == "deleted":
-                left = keys_of_kb(keys, kb)
-                vectors = self.host.vectors_of(kb)
-                if left or vectors:
-                    raise HistoryFailed(Violation("kb-left", f"deleted {kb} still has {len(vectors)} vectors and "
-                                                             f"keys {sorted(left)[:4]} ({len(left)} in all)"))
-            elif k != probe:
-                journals = group_keys(keys).get((kb, "journal"), [])
-                if journals:
-                    raise HistoryFailed(Violation("upkeep-blocked", f"hooks on {kb_name(probe)} left {kb}'s "
-                                                                    f"unfinished ingests {sorted(journals)[:4]}"))
+        for k in self.book.live_kbs():
+            journals = group_keys(keys).get((kb_name(k), "journal"), [])
+            if k != probe and journals:
+                raise HistoryFailed(Violation("upkeep-blocked", f"hooks on {kb_name(probe)} left {kb_name(k)}'s "
+                                                                f"unfinished ingests {sorted(journals)[:4]}"))
+        for k in sorted(k for k, status in self.book.kbs.items() if status == "deleted"):
+            left, vectors = keys_of_kb(keys, kb_name(k)), self.host.vectors_of(kb_name(k))
+            if left or vectors:
+                raise HistoryFailed(Violation("kb-left", f"deleted {kb_name(k)} still has {len(vectors)} vectors "
+                                                         f"and keys {sorted(left)[:4]} ({len(left)} in all)"))
 
     def _check_vectors(self, k: int) -> None:
         per_file = Counter(str(m.get("file_id")) for m in self.host.vectors_of(kb_name(k)))

@@ -323,6 +323,12 @@ REGRESSIONS: dict[str, History] = {
 }
 
 OPEN_DEFECTS: dict[str, str] = {
+    # fixed for what they were kept for; they fail again on the check that a file whose delete
+    # returned False after its vectors went is no answer (its record brings it back)
+    "deleted-file-back-after-restart":
+        "a file whose delete returned False after its vectors went is answered by keyword after a restart",
+    "flush-saves-a-file-deleted-meanwhile":
+        "a file whose delete returned False after its vectors went is answered by keyword after a restart",
     "deleted-file-back-after-a-late-write-220": "a storage write given up on lands after the delete and brings the file back",
     "rebuild-truncates-a-file-past-the-window-142": "the console's rebuild truncates a file past the listing window",
     "file-past-the-window-rebuilt-without-its-tail-75":

@@ -20,7 +20,8 @@ invariants (`Violation` kinds):
 - `returned-gone`: a file whose delete returned True (or whose ingest returned FAILED) came back,
   or a file of another KB or none was returned;
 - `old-version`: a document uploaded again was answered with the text of an upload other than its
-  latest successful one;
+  latest (an earlier upload of a document whose latest upload FAILED is `returned-gone`: LangBot
+  shows it as failed);
 - `not-found`: after the settle, a COMPLETED file is not found by its unique words in vector AND
   keyword mode;
 - `stray-vectors`: after the settle, the vector DB holds vectors of a deleted, failed or unknown

@@ -10,7 +10,7 @@ import pytest
 from tests.sim.history import generate, run_history
 from tests.sim.regressions import OPEN_DEFECTS, REGRESSIONS
 
-CI_SEEDS = 100
+CI_SEEDS = 200
 BATCH = 25
 # While regressions.OPEN_DEFECTS names defects not fixed yet, every batch has seeds that fail.
 RANDOM_BATCHES_FAIL = pytest.mark.xfail(condition=bool(OPEN_DEFECTS), strict=True,

@@ -1,35 +1,55 @@
-"""Seeded random histories of one knowledge base, run through the component as LangBot runs it,
+"""Seeded random histories of knowledge bases, run through the component as LangBot runs it,
 with the invariants checked after every step and after a settle.
 
-A history is plain data (so a shrunk one can be kept as a regression test): a backend and steps.
-Each step sets the fault rates of the moment, runs 1-3 operations at once (ingest, delete,
-retrieve in every mode with and without filters, console repairs), may kill the plugin process
-after a number of host calls (kill -9), and may restart it.
+A history is plain data (so a shrunk one can be kept as a regression test): a backend, whether
+every plugin-storage write fails for good (LangBot on SQLAlchemy 2.1), whether blocking work runs
+in real threads, and steps. Each step sets the fault rates of the moment, runs 1-3 operations at
+once, may kill the plugin process after a number of host calls (kill -9), and may restart it.
+Operations: create a KB (KB 0 is created before the first step unless a step creates it), delete
+a KB (LangBot drops its row when the hook returns, whatever it did), upload a document into a KB
+(or upload the same document id again after it COMPLETED or FAILED), delete a document, retrieve
+in every mode with and without filters, and the console (KB view, orphan scan, retry saving
+records, rebuild from the vector DB, remove an interrupted file's vectors).
 
 LangBot's side is modelled in `Book`: what each hook returned decides what the operator sees
-(completed, failed, interrupted, deleted). The invariants (`Violation` kinds):
-- `raised`: a hook raised, or outlived LangBot's timeout for it (lucidrag.base.budget.HOOK_TIMEOUT_S);
-- `returned-gone`: a file whose delete returned True (or whose ingest returned FAILED) came back;
+(completed, failed, interrupted, deleted) and which upload of a document may be answered. The
+invariants (`Violation` kinds):
+- `raised`: a hook raised;
+- `hook-timeout`: a hook outlived LangBot's timeout for it (lucidrag.base.budget.HOOK_TIMEOUT_S;
+  LangBot gives up on it, the plugin carries on);
+- `returned-gone`: a file whose delete returned True (or whose ingest returned FAILED) came back,
+  or a file of another KB or none was returned;
+- `old-version`: a document uploaded again was answered with the text of an upload other than its
+  latest (an earlier upload of a document whose latest upload FAILED is `returned-gone`: LangBot
+  shows it as failed);
 - `not-found`: after the settle, a COMPLETED file is not found by its unique words in vector AND
   keyword mode;
 - `stray-vectors`: after the settle, the vector DB holds vectors of a deleted, failed or unknown
   file, or an interrupted file has some of its vectors but not all;
 - `stray-keys`: after the settle, a plugin-storage key that nothing references is left;
-- `wrong-collection`: the KB's collection got a dimension the embedding model does not have
+- `kb-left`: after the settle, a plugin-storage key of a deleted KB is left, or a vector of one
+  deleted while the vector DB had no faults (LangBot drops the KB when the hook returns: no later
+  hook can reach its vectors);
+- `upkeep-blocked`: after the settle's hooks on one KB, another KB's unfinished ingests (journal
+  entries) are still there: one KB's trouble stopped the upkeep of the others;
+- `wrong-collection`: a KB's collection got a dimension the embedding model does not have
   (Milvus creates a touched collection with 1536);
 - `failed-healthy`: a good file's ingest FAILED while the host had no faults.
-Faults per step: plugin-storage and vector calls refused, vector calls whose answer is lost after
-the host did them (`lost`), kill -9 after a number of host calls (the call that kills may or may
-not have reached the host), restarts.
-The settle: healthy host, a restart (a new process over the same host), the deletes that returned
-False done again (the operator retries them), a few retrieves.
+Faults per step: plugin-storage and vector calls refused, storage and vector calls whose answer
+is lost after the host did them (`lost`), a slow host whose calls outlast the SDK's call timeout
+and land later (`slow`), kill -9 after a number of host calls (the call that kills may or may not
+have reached the host), restarts. Time is virtual (tests/sim/world.py), so deadlines and hook
+timeouts fire as in production.
+The settle: healthy host (but for writes that always fail), every call still in flight lands, a
+restart (a new process over the same host), the deletes that returned False done again (the
+operator retries them), a few hooks on one KB, then every KB's files looked for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import functools
 import random
 import time
 from collections import Counter
@@ -40,33 +60,55 @@ from typing import Any, TypeVar
 from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from langbot_plugin.api.proxies.invocation import bind_invocation
-from langbot_plugin.runtime.bounded_executor import blocking_work_scope
+from langbot_plugin.runtime.bounded_executor import blocking_work_scope, configure_bounded_default_executor
 
-import lucidrag.base.host
 from components.knowledge_engine.lucid_rag import LucidRag
 from lucidrag.base.budget import HOOK_TIMEOUT_S
-from lucidrag.base.settings import parse_creation_settings
 from lucidrag.console import Console, ConsoleError
 from lucidrag.index.segindex import SegmentIndex
-from lucidrag.ingestion.chunking import chunk_document
-from lucidrag.ingestion.parsing import parse_file
-from lucidrag.state.storage_keys import group_keys, index_manifest_key, kb_prefix
+from lucidrag.state.storage_keys import group_keys, index_manifest_key, keys_of_kb, kb_prefix
 from tests.fakes import ingestion_context
-from tests.sim.world import BACKENDS, SIM_DIM, Faults, Killed, PluginProcess, inline_blocking, make_host
+from tests.sim.documents import (
+    SETTINGS,
+    doc_bytes,
+    doc_id,
+    doc_number,
+    doc_words,
+    expected_chunks,
+    tail_word,
+    versions_holding,
+)
+from tests.sim.world import (
+    BACKENDS,
+    SIM_DIM,
+    Deadlock,
+    Faults,
+    Killed,
+    PluginProcess,
+    SimLoop,
+    inline_blocking,
+    make_host,
+    small_listing_window,
+    threaded_blocking,
+    virtual_time,
+)
 
 KB = "kb-sim"
-MODEL = "embed-sim"
-SETTINGS = {"embedding_model_uuid": MODEL}
 MODES = ("vector", "keyword", "hybrid")
-REPAIRS = ("retry_saving_records", "rebuild_from_vector_db")
+REPAIRS = ("retry_saving_records", "rebuild_from_vector_db", "scan", "view")
 SETTLE_HOOKS = 3
+CONSOLE_TIMEOUT_S = 30.0  # the runtime's page API call (runtime/io/handlers/plugin.py call_page_api)
+MAX_KBS = 3
+NO_DOC = 999  # a document number no history uploads: its words are in no file
 T = TypeVar("T")
 
-_FILLER = ("report", "system", "energy", "market", "policy", "water", "design", "network", "season",
-           "garden", "history", "science", "travel", "music", "budget", "council", "harbour", "forest")
-_SYLLABLES = ("ka", "zo", "ri", "mu", "te", "vo", "qa", "ly", "xe", "pu", "dra", "fen", "gor", "hul")
+# ("create_kb", k) | ("delete_kb", k) | ("ingest", doc, kind[, k]) | ("delete", doc)
+# | ("retrieve", doc, mode, filter) | ("repair", action[, k]) | ("repair", "remove_orphan_vectors", k, doc)
+Op = tuple
 
-Op = tuple  # ("ingest", doc, kind) | ("delete", doc) | ("retrieve", doc, mode, filter) | ("repair", action)
+
+def kb_name(k: int) -> str:
+    return KB if k == 0 else f"{KB}-{k}"
 
 
 @dataclass
@@ -74,13 +116,15 @@ class Step:
     ops: list[Op]
     storage: float = 0.0  # failure rate of plugin-storage calls during the step
     vectors: float = 0.0  # failure rate of vector calls during the step
-    lost: float = 0.0  # rate of vector calls the host does but whose answer is lost
+    lost: float = 0.0  # rate of storage and vector calls the host does but whose answer is lost
+    slow: float = 0.0  # rate of storage and vector calls that outlast the SDK's call timeout
     kill_after: int | None = None  # kill -9 after this many host calls of the step
     restart: bool = False  # a new plugin process after the step
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in (("storage", self.storage), ("vectors", self.vectors),
-                        ("lost", self.lost), ("kill_after", self.kill_after), ("restart", self.restart)) if v)
+                        ("lost", self.lost), ("slow", self.slow), ("kill_after", self.kill_after),
+                        ("restart", self.restart)) if v)
         return f"Step({self.ops!r}{extra})"
 
 
@@ -89,6 +133,12 @@ class History:
     seed: int
     backend: str
     steps: list[Step]
+    writes_fail: bool = False  # every plugin-storage write refused, all along (LangBot on SQLAlchemy 2.1)
+    threads: bool = False  # blocking work in real worker threads (not replayable exactly)
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}=True" for k in ("writes_fail", "threads") if getattr(self, k))
+        return f"History({self.seed}, {self.backend!r}, {self.steps!r}{extra})"
 
 
 @dataclass(frozen=True)
@@ -106,96 +156,94 @@ class HistoryFailed(Exception):
         self.violation = violation
 
 
-# ---------------------------------------------------------------------- documents
-def doc_id(n: int) -> str:
-    return f"doc-{n:03d}"
-
-
-def doc_words(n: int) -> list[str]:
-    rng = random.Random(f"words-{n}")
-    tag = "".join("abcdefghij"[int(d)] for d in str(n))
-    return ["".join(rng.choice(_SYLLABLES) for _ in range(2)) + "x" + tag + "q" + rng.choice(_SYLLABLES)
-            for _ in range(3)]
-
-
-def doc_bytes(n: int, kind: str) -> bytes:
-    if kind == "bad":
-        return b""
-    rng = random.Random(f"text-{n}")
-    words = doc_words(n)
-    paragraphs = 1 if kind == "small" else 6
-    out = []
-    for _ in range(paragraphs):
-        # the file's own words dominate its chunks, so that the hashing embedding finds them
-        body = [rng.choice(_FILLER) for _ in range(12 if kind == "small" else 50)]
-        for w in words * (2 if kind == "small" else 6):
-            body.insert(rng.randrange(len(body)), w)
-        out.append(" ".join(body) + ".")
-    return "\n\n".join(out).encode()
-
-
-@functools.lru_cache(maxsize=1024)
-def expected_chunks(n: int, kind: str) -> int:
-    document = parse_file(doc_bytes(n, kind), f"{doc_id(n)}.txt", "text/plain")
-    return len(chunk_document(document, parse_creation_settings(SETTINGS)).chunks)
-
-
 # ---------------------------------------------------------------------- generation
-def generate(seed: int) -> History:
+def generate(seed: int, without: frozenset[str] = frozenset()) -> History:
+    """Seed `seed`'s history; `without` leaves out operations ("reupload", "delete_kb") so that
+    the defects they find do not hide others (the other draws stay as they were)."""
     rng = random.Random(seed)
-    # drawn apart, so that each seed's other steps stay what they were before lost answers
-    lost_rng = random.Random(f"lost-{seed}")
     steps: list[Step] = []
-    ingested: list[int] = []
-    next_doc = 0
-    for _ in range(rng.randint(8, 16)):
+    live: list[int] = []
+    docs_of: dict[int, list[int]] = {}  # KB -> documents uploaded to it
+    next_doc, next_kb = 0, 0
+    for number in range(rng.randint(8, 16)):
         ops: list[Op] = []
         for _ in range(rng.choice((1, 1, 2, 2, 3))):
             roll = rng.random()
-            if roll < 0.4 or not ingested:
-                ops.append(("ingest", next_doc, rng.choice(("small", "small", "medium", "bad"))))
+            if not live or (roll < 0.04 and next_kb < MAX_KBS):
+                ops.append(("create_kb", next_kb))
+                live.append(next_kb)
+                docs_of[next_kb] = []
+                next_kb += 1
+                continue
+            kb = rng.choice(live)
+            ingested = docs_of[kb]
+            if roll < 0.07 and number > 0:
+                if "delete_kb" in without:
+                    continue
+                ops.append(("delete_kb", kb))
+                live.remove(kb)
+            elif roll < 0.40 or not ingested:
+                kind = rng.choice(("small", "small", "medium", "bad")) if rng.random() < 0.92 else "large"
+                ops.append(("ingest", next_doc, kind, kb))
+                ingested.append(next_doc)
                 next_doc += 1
-            elif roll < 0.6:
+            elif roll < 0.47:
+                again = ("ingest", rng.choice(ingested), rng.choice(("small", "medium", "bad")), kb)
+                if "reupload" not in without:
+                    ops.append(again)
+            elif roll < 0.62:
                 ops.append(("delete", rng.choice(ingested)))
-            elif roll < 0.93:
+            elif roll < 0.90:
                 filt = rng.choice(("none", "none", "file", "not-file"))
                 ops.append(("retrieve", rng.choice(ingested), rng.choice(MODES), filt))
+            elif roll < 0.95:
+                ops.append(("repair", rng.choice(REPAIRS), kb))
             else:
-                ops.append(("repair", rng.choice(REPAIRS)))
-        ingested += [op[1] for op in ops if op[0] == "ingest"]
+                ops.append(("repair", "remove_orphan_vectors", kb, rng.choice(ingested)))
         step = Step(ops)
         if rng.random() < 0.3:
             step.storage = rng.choice((0.3, 0.5, 1.0))
         if rng.random() < 0.15:
             step.vectors = rng.choice((0.2, 0.5))
-        if lost_rng.random() < 0.15:
-            step.lost = lost_rng.choice((0.2, 0.5))
+        if rng.random() < 0.15:
+            step.lost = rng.choice((0.2, 0.5))
+        if rng.random() < 0.1:
+            step.slow = rng.choice((0.2, 0.5, 1.0))
         if rng.random() < 0.12:
             step.kill_after = rng.randint(1, 40)
         elif rng.random() < 0.1:
             step.restart = True
         steps.append(step)
-    return History(seed, BACKENDS[seed % len(BACKENDS)], steps)
+    return History(seed, BACKENDS[seed % len(BACKENDS)], steps, writes_fail=rng.random() < 0.05,
+                   threads=rng.random() < 0.2)
 
 
 # ---------------------------------------------------------------------- LangBot's side
 @dataclass
 class DocState:
     kind: str
-    status: str = "new"  # completed | failed | interrupted | deleted | removed | delete-failed
+    kb: int
+    status: str = "new"  # new | completed | failed | interrupted | deleted | removed | delete-failed | kb-deleted
     chunks: int = 0
+    kinds: list[str] = field(default_factory=list)  # kinds[v]: the kind of upload v
+    answerable: set[int] = field(default_factory=set)  # the uploads that may be answered
+
+    @property
+    def version(self) -> int:
+        return len(self.kinds) - 1
 
 
 @dataclass
 class Book:
     docs: dict[int, DocState] = field(default_factory=dict)
+    kbs: dict[int, str] = field(default_factory=dict)  # KB -> live | deleted
 
     def gone(self) -> set[str]:
         """Files that must never be returned again."""
         return {doc_id(n) for n, d in self.docs.items() if d.status in ("deleted", "failed", "removed")}
 
-    def known(self) -> set[str]:
-        return {doc_id(n) for n in self.docs}
+    def live_kbs(self) -> list[int]:
+        return sorted(k for k, s in self.kbs.items() if s == "live")
 
 
 # ---------------------------------------------------------------------- running
@@ -205,144 +253,264 @@ class Runner:
         self.rng = random.Random(history.seed * 7919 + 1)
         self.host = make_host(history.backend)
         self.faults = Faults(self.rng)
+        self.faults.writes_fail = history.writes_fail
         self.book = Book()
+        self.landings: set[asyncio.Task[Any]] = set()
+        self.creating: dict[int, asyncio.Event] = {}  # KBs whose creation hook runs now
+        self.deleting: set[int] = set()  # documents whose delete hook runs now
+        self.vectors_may_stay: set[int] = set()  # KBs deleted while the vector DB was faulty
         self.process = self._new_process()
-        self.calls: Counter[str] = Counter()
 
     def _new_process(self) -> PluginProcess:
-        process = PluginProcess(self.host, self.faults, self.rng, KB)
+        process = PluginProcess(self.host, self.faults, self.rng,
+                                lambda: [kb_name(k) for k in self.book.live_kbs()], self.landings)
         self.component = LucidRag()
         self.component.plugin = process  # type: ignore[assignment]
         return process
 
     async def _invoke(self, name: str, limit: float, hook: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """As the runtime calls a hook: bound to an invocation, in the workspace's blocking scope.
-        Raises HistoryFailed if the hook raised (other than being killed) or outlived `limit`."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        try:
+        """As the runtime calls a hook: bound to an invocation, in the workspace's blocking scope,
+        and given up on after LangBot's timeout `limit` (the hook carries on). Raises
+        HistoryFailed if the hook raised (other than being killed) or outlived `limit`."""
+        async def call() -> T:
             with bind_invocation(self.host.plugin_runtime_handler, config={}, binding=None):
                 with blocking_work_scope("sim"):
                     return await hook(*args)
-        except Killed:
-            raise
-        except ConsoleError:
+
+        task = asyncio.ensure_future(call())
+        done, _ = await asyncio.wait({task}, timeout=limit)
+        if not done:
+            raise HistoryFailed(Violation("hook-timeout", f"{name} still running after {limit} s "
+                                                          "(LangBot gave up on it)"))
+        try:
+            return task.result()
+        except (Killed, ConsoleError):
             raise
         except Exception as error:  # noqa: BLE001 - the invariant
             raise HistoryFailed(Violation("raised", f"{name} raised {type(error).__name__}: {error}")) from error
-        finally:
-            elapsed = loop.time() - started
-            if elapsed > limit:
-                raise HistoryFailed(Violation("raised", f"{name} took {elapsed:.1f} s (LangBot allows {limit} s)"))
 
     async def run(self) -> None:
-        with inline_blocking():
-            await self._invoke("on_knowledge_base_create", HOOK_TIMEOUT_S["create"],
-                               self.component.on_knowledge_base_create, KB, dict(SETTINGS))
-            for number, step in enumerate(self.history.steps):
-                await self._step(number, step)
-            await self._settle()
+        if not any(op[0] == "create_kb" for step in self.history.steps for op in step.ops):
+            await self._create_kb(0)
+        for number, step in enumerate(self.history.steps):
+            await self._step(number, step)
+        await self._settle()
 
     async def _step(self, number: int, step: Step) -> None:
-        self.faults.storage, self.faults.vectors, self.faults.lost = step.storage, step.vectors, step.lost
+        self.faults.storage, self.faults.vectors = step.storage, step.vectors
+        self.faults.lost, self.faults.slow = step.lost, step.slow
         self.process.kill_after = step.kill_after
-        healthy = not step.storage and not step.vectors and not step.lost
-        ops = [op for op in step.ops if self._allowed(op)]
-        for op in ops:
-            if op[0] == "ingest":
-                self.book.docs[op[1]] = DocState(op[2])
+        healthy = not (step.storage or step.vectors or step.lost or step.slow or self.history.writes_fail)
+        ops: list[Op] = []
+        for op in step.ops:
+            if self._allowed(op):
+                self._start(op)
+                ops.append(op)
         results = await asyncio.gather(*(self._op(op, healthy) for op in ops), return_exceptions=True)
+        self._check_collections(f"step {number}")  # first: a wrong collection fails the uploads too
         for op, result in zip(ops, results):
             if isinstance(result, HistoryFailed):
                 raise HistoryFailed(Violation(result.violation.kind, f"step {number} {op}: {result.violation.detail}"))
             if isinstance(result, Killed):
-                if op[0] == "ingest":
-                    self.book.docs[op[1]].status = "interrupted"
-                elif op[0] == "delete":
-                    self.book.docs[op[1]].status = "delete-failed"
+                doc = self.book.docs.get(op[1]) if op[0] in ("ingest", "delete") else None
+                if doc is not None and doc.status != "kb-deleted":
+                    doc.status = "interrupted" if op[0] == "ingest" else "delete-failed"
+                elif op[0] == "create_kb":
+                    self.book.kbs[op[1]] = "live"  # LangBot timed the hook out... or kept the KB
             elif isinstance(result, BaseException):
                 raise result
-        self._check_collection(f"step {number}")
-        self.faults.storage = self.faults.vectors = self.faults.lost = 0.0
+        self.faults.clear()
+        self.process.kill_after = None
         if self.process.dead or step.restart:
             self.process.kill()
             self.process = self._new_process()
 
-    def _allowed(self, op: Op) -> bool:
-        """What LangBot lets the operator do: delete a file that finished (completed or failed,
-        or whose delete failed); the console removes an interrupted file's vectors."""
+    def _kb_of(self, op: Op) -> int:
+        if op[0] in ("create_kb", "delete_kb"):
+            return op[1]
         if op[0] == "ingest":
-            return op[1] not in self.book.docs
+            return op[3] if len(op) > 3 else 0
+        if op[0] == "repair":
+            return op[2] if len(op) > 2 else 0
+        doc = self.book.docs.get(op[1])
+        return doc.kb if doc is not None else 0
+
+    def _allowed(self, op: Op) -> bool:
+        """What LangBot lets the operator do: upload a new file, or a document id again once it
+        COMPLETED or FAILED; delete a file that finished (completed or failed, or whose delete
+        failed); delete a KB without interrupted files; the console removes an interrupted
+        file's vectors."""
+        kb = self._kb_of(op)
+        if op[0] == "create_kb":
+            return kb not in self.book.kbs
+        if self.book.kbs.get(kb) != "live":
+            return False
+        doc = self.book.docs.get(op[1]) if op[0] in ("ingest", "delete") else None
+        if op[0] == "delete_kb":
+            return not any(d.kb == kb and d.status == "interrupted" for d in self.book.docs.values())
+        if op[0] == "ingest":
+            return doc is None or (doc.kb == kb and doc.status in ("completed", "failed"))
         if op[0] == "delete":
-            doc = self.book.docs.get(op[1])
             return doc is not None and doc.status in ("completed", "failed", "delete-failed")
+        if op[0] == "repair" and op[1] == "remove_orphan_vectors":
+            target = self.book.docs.get(op[3])
+            return target is not None and target.kb == kb and target.status == "interrupted"
         return True
 
-    async def _op(self, op: Op, healthy: bool) -> None:
+    def _start(self, op: Op) -> None:
         if op[0] == "ingest":
-            await self._ingest(op[1], op[2], healthy)
+            doc = self.book.docs.setdefault(op[1], DocState(op[2], self._kb_of(op)))
+            doc.kind, doc.status = op[2], "new"
+            doc.kinds.append(op[2])
+            doc.answerable.add(doc.version)  # the old upload stays until the new one is done
+        elif op[0] == "create_kb":
+            self.book.kbs[op[1]] = "live"
+            self.creating[op[1]] = asyncio.Event()
+
+    async def _op(self, op: Op, healthy: bool) -> None:
+        creating = self.creating.get(self._kb_of(op))
+        if creating is not None and op[0] != "create_kb":
+            await creating.wait()  # LangBot shows a KB once its creation returned
+        if op[0] == "ingest":
+            await self._ingest(op[1], healthy)
         elif op[0] == "delete":
             await self._delete(op[1])
         elif op[0] == "retrieve":
             await self._retrieve(op[1], op[2], op[3])
         elif op[0] == "repair":
-            await self._repair(op[1])
+            await self._repair(self._kb_of(op), op[1], doc_id(op[3]) if len(op) > 3 else "")
+        elif op[0] == "create_kb":
+            await self._create_kb(op[1])
+        elif op[0] == "delete_kb":
+            await self._delete_kb(op[1])
 
-    async def _ingest(self, n: int, kind: str, healthy: bool) -> None:
-        storage_path = f"v1/{KB}/{doc_id(n)}.txt"
-        data = doc_bytes(n, kind)
-        self.host.files[storage_path] = data
-        context = ingestion_context(KB, storage_path, data, doc_id(n), dict(SETTINGS), "text/plain")
-        result = await self._invoke("ingest", HOOK_TIMEOUT_S["ingest"], self.component.ingest, context)
+    async def _create_kb(self, k: int) -> None:
+        self.book.kbs[k] = "live"
+        try:
+            await self._invoke("on_knowledge_base_create", HOOK_TIMEOUT_S["create"],
+                               self.component.on_knowledge_base_create, kb_name(k), dict(SETTINGS))
+        finally:
+            creating = self.creating.pop(k, None)
+            if creating is not None:
+                creating.set()
+
+    async def _delete_kb(self, k: int) -> None:
+        if self.faults.vectors or self.faults.lost or self.faults.slow or self.process.kill_after is not None:
+            # the hook is the only time the plugin can reach the KB's vectors; a vector DB that
+            # fails or hangs then, or a kill -9, may leave some for good
+            self.vectors_may_stay.add(k)
+        try:
+            await self._invoke("on_knowledge_base_delete", HOOK_TIMEOUT_S["kb_delete"],
+                               self.component.on_knowledge_base_delete, kb_name(k))
+        finally:  # LangBot drops the KB's row whatever the hook did, and its files with it
+            self.host.deleted_kbs.add(kb_name(k))
+            self.book.kbs[k] = "deleted"
+            for doc in self.book.docs.values():
+                if doc.kb == k:
+                    doc.status = "kb-deleted"
+
+    async def _ingest(self, n: int, healthy: bool) -> None:
         doc = self.book.docs[n]
+        kb, version = kb_name(doc.kb), doc.version
+        storage_path = f"v1/{kb}/{doc_id(n)}-{version}.txt"
+        data = doc_bytes(n, doc.kind, version)
+        self.host.files[storage_path] = data
+        context = ingestion_context(kb, storage_path, data, doc_id(n), dict(SETTINGS), "text/plain")
+        result = await self._invoke("ingest", HOOK_TIMEOUT_S["ingest"], self.component.ingest, context)
+        del self.host.files[storage_path]  # LangBot deletes an upload once it reached a terminal status
+        if doc.status == "kb-deleted":
+            return  # LangBot dropped the file with its KB
         if result.status == DocumentStatus.COMPLETED:
-            doc.status, doc.chunks = "completed", result.chunks_created
+            doc.status, doc.chunks, doc.answerable = "completed", result.chunks_created, {version}
         else:
-            doc.status = "failed"
-            if kind != "bad" and healthy:
+            doc.status, doc.answerable = "failed", set()
+            if doc.kind != "bad" and healthy:
                 raise HistoryFailed(Violation("failed-healthy", f"{doc_id(n)}: {result.error_message}"))
 
     async def _delete(self, n: int) -> None:
-        ok = await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
-                                self.component.delete_document, KB, doc_id(n))
-        self.book.docs[n].status = "deleted" if ok is True else "delete-failed"
+        doc = self.book.docs[n]
+        self.deleting.add(n)
+        try:
+            ok = await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
+                                    self.component.delete_document, kb_name(doc.kb), doc_id(n))
+        finally:
+            self.deleting.discard(n)
+        if doc.status == "kb-deleted":
+            return
+        if ok is True:
+            doc.status, doc.answerable = "deleted", set()
+        else:
+            doc.status = "delete-failed"
 
-    async def _retrieve(self, n: int, mode: str, filt: str, top_k: int = 5) -> list[str]:
+    async def _retrieve(self, n: int, mode: str, filt: str, top_k: int = 5, k: int | None = None,
+                        query: str = "") -> list[str]:
+        doc = self.book.docs.get(n)
+        k = k if k is not None else doc.kb if doc is not None else 0
+        kb = kb_name(k)
         filters: dict[str, Any] = {}
         if filt == "file":
             filters = {"file_id": doc_id(n)}
         elif filt == "not-file":
             filters = {"file_id": {"$ne": doc_id(n)}}
-        context = RetrievalContext(query=" ".join(doc_words(n)), knowledge_base_id=KB, collection_id=KB,
+        context = RetrievalContext(query=query or " ".join(doc_words(n)), knowledge_base_id=kb, collection_id=kb,
                                    retrieval_settings={"top_k": top_k, "search_mode": mode},
                                    creation_settings=dict(SETTINGS), filters=filters)
+        kb_was_live = self.book.kbs.get(k) == "live"
+        settled = {d for d, state in self.book.docs.items() if state.status == "delete-failed"} - self.deleting
         response = await self._invoke("retrieve", HOOK_TIMEOUT_S["retrieve"], self.component.retrieve, context)
-        files = [str((entry.metadata or {}).get("file_id")) for entry in response.results]
-        back = sorted(set(files) & self.book.gone())
-        if back:
-            states = {f: self.book.docs[int(f.split("-")[1])].status for f in back}
-            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {states}"))
-        unknown = sorted(set(files) - self.book.known())
-        if unknown:
-            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned unknown files {unknown}"))
+        files = []
+        for entry in response.results:
+            file_id = str((entry.metadata or {}).get("file_id"))
+            files.append(file_id)
+            self._check_answer(mode, k, file_id, entry.content[0].text if entry.content else "", kb_was_live)
+            number = doc_number(file_id)
+            if number in settled - self.deleting and not self.host.vectors_of(kb, file_id):
+                raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id}, whose delete "
+                                                               "returned False after its vectors were deleted"))
         return files
 
-    async def _repair(self, action: str, file_id: str = "") -> None:
+    def _check_answer(self, mode: str, k: int, file_id: str, text: str, kb_was_live: bool) -> None:
+        """`kb_was_live`: the KB was not deleted when the query started (a query running while
+        its KB is deleted may still answer its files)."""
+        doc = self.book.docs.get(doc_number(file_id))
+        if doc is None or doc.kb != k:
+            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} on {kb_name(k)} returned "
+                                                           f"{file_id}, not a file of this KB"))
+        versions = versions_holding(doc_number(file_id), doc.kinds, text)
+        if doc.status == "kb-deleted" and kb_was_live:
+            return
+        if file_id in self.book.gone() or doc.status == "kb-deleted" or (versions and not doc.answerable):
+            raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id} ({doc.status}; "
+                                                           f"upload {sorted(versions)} of {len(doc.kinds)})"))
+        if versions and not versions & doc.answerable:
+            raise HistoryFailed(Violation("old-version", f"retrieve {mode} returned upload {sorted(versions)} of "
+                                                         f"{file_id} ({doc.status}; may answer {sorted(doc.answerable)})"))
+
+    async def _repair(self, k: int, action: str, file_id: str = "") -> None:
         console = Console(self.process, self.process.engine, "dedicated")  # type: ignore[arg-type]
+        if action == "scan":
+            endpoint, body = "/scan", {"kb_id": kb_name(k)}
+        elif action == "view":
+            endpoint, body = "/kb", {"kb_id": kb_name(k)}
+        else:
+            endpoint = "/repair"
+            body = {"kb_id": kb_name(k), "action": action, "file_id": file_id, "langbot_status": "interrupted"}
         try:
-            await self._invoke("console", HOOK_TIMEOUT_S["retrieve"], console.handle, "/repair",
-                               {"kb_id": KB, "action": action, "file_id": file_id})
+            await self._invoke("console", CONSOLE_TIMEOUT_S, console.handle, endpoint, body)
         except ConsoleError:
-            pass  # shown to the operator; a failure under faults is fine
+            return  # shown to the operator; a failure under faults is fine
+        if action == "remove_orphan_vectors":
+            doc = self.book.docs[doc_number(file_id)]
+            if doc.status == "interrupted":
+                doc.status, doc.answerable = "removed", set()
 
-    # ------------------------------------------------------------------ invariants
-    def _check_collection(self, where: str) -> None:
-        dim = self.host.dims.get(KB)
-        if dim is not None and dim != SIM_DIM:
-            raise HistoryFailed(Violation("wrong-collection", f"{where}: the collection has dimension {dim}"))
-
+    # ------------------------------------------------------------------ the settle
     async def _settle(self) -> None:
-        self.faults.storage = self.faults.vectors = self.faults.lost = 0.0
+        self.faults.clear()
+        while self.landings:  # LangBot finishes every call it was sent
+            await asyncio.wait(set(self.landings))
+        if not self.process.dead:  # work this process keeps in memory goes on in its next hooks
+            await self._settle_hooks()
         self.process.kill()
         self.process = self._new_process()
         for n, doc in sorted(self.book.docs.items()):
@@ -350,66 +518,121 @@ class Runner:
                 await self._delete(n)
                 if doc.status != "deleted":
                     raise HistoryFailed(Violation("raised", f"deleting {doc_id(n)} on a healthy host failed"))
-        completed = sorted(n for n, d in self.book.docs.items() if d.status == "completed")
-        probe = completed[0] if completed else 0
-        for _ in range(SETTLE_HOOKS):
-            await self._retrieve(probe, "hybrid", "none")
-        for n in completed:
-            for mode in ("vector", "keyword"):
-                if doc_id(n) not in await self._retrieve(n, mode, "none"):
-                    raise HistoryFailed(Violation("not-found", f"{doc_id(n)} ({self.book.docs[n].kind}) "
-                                                               f"not found in {mode} mode after the settle"))
-        self._check_vectors()
-        self._check_keys()
+        self._check_upkeep(await self._settle_hooks())
+        for k in self.book.live_kbs():
+            completed = sorted(n for n, d in self.book.docs.items() if d.kb == k and d.status == "completed")
+            gone = sorted(n for n, d in self.book.docs.items() if d.kb == k and doc_id(n) in self.book.gone())
+            for n in completed:
+                for mode in ("vector", "keyword"):
+                    if doc_id(n) not in await self._retrieve(n, mode, "none"):
+                        raise HistoryFailed(Violation("not-found", f"{doc_id(n)} ({self.book.docs[n].kind}) "
+                                                                   f"not found in {mode} mode after the settle"))
+                if self.book.docs[n].kind == "large" and doc_id(n) not in await self._retrieve(
+                        n, "keyword", "none", query=tail_word(n)):
+                    raise HistoryFailed(Violation("not-found", f"{doc_id(n)}'s last chunks (past the listing "
+                                                               "window) not found by keyword after the settle"))
+            for n in gone:
+                for mode in ("vector", "keyword"):
+                    await self._retrieve(n, mode, "none")
+            self._check_vectors(k)
+            self._check_keys(k)
 
-    def _check_vectors(self) -> None:
-        per_file = Counter(str(m.get("file_id")) for m in self.host.vectors_of(KB))
+    async def _settle_hooks(self) -> int:
+        """A few hooks on one KB (created if none is left); the upkeep of every KB runs in them."""
+        if not self.book.live_kbs():
+            await self._create_kb(max(self.book.kbs, default=-1) + 1)
+        probe = self.book.live_kbs()[0]
+        for _ in range(SETTLE_HOOKS):
+            await self._invoke("delete_document", HOOK_TIMEOUT_S["delete"],
+                               self.component.delete_document, kb_name(probe), "doc-none")
+            await self._retrieve(NO_DOC, "hybrid", "none", k=probe)
+        return probe
+
+    # ------------------------------------------------------------------ invariants
+    def _check_collections(self, where: str) -> None:
+        for k in self.book.kbs:
+            dim = self.host.dims.get(kb_name(k))
+            if dim is not None and dim != SIM_DIM:
+                raise HistoryFailed(Violation("wrong-collection", f"{where}: {kb_name(k)}'s collection has "
+                                                                  f"dimension {dim}"))
+
+    def _check_upkeep(self, probe: int) -> None:
+        """Nothing is left of a deleted KB, and no other KB's unfinished ingest waits."""
+        keys = list(self.host.storage)
+        for k in self.book.live_kbs():
+            journals = group_keys(keys).get((kb_name(k), "journal"), [])
+            if k != probe and journals:
+                raise HistoryFailed(Violation("upkeep-blocked", f"hooks on {kb_name(probe)} left {kb_name(k)}'s "
+                                                                f"unfinished ingests {sorted(journals)[:4]}"))
+        for k in sorted(k for k, status in self.book.kbs.items() if status == "deleted"):
+            left, vectors = keys_of_kb(keys, kb_name(k)), self.host.vectors_of(kb_name(k))
+            if k in self.vectors_may_stay:
+                vectors = []
+            if left or vectors:
+                raise HistoryFailed(Violation("kb-left", f"deleted {kb_name(k)} still has {len(vectors)} vectors "
+                                                         f"and keys {sorted(left)[:4]} ({len(left)} in all)"))
+
+    def _check_vectors(self, k: int) -> None:
+        per_file = Counter(str(m.get("file_id")) for m in self.host.vectors_of(kb_name(k)))
         for file_id, count in sorted(per_file.items()):
-            n = int(file_id.split("-")[1]) if file_id.startswith("doc-") else -1
+            n = doc_number(file_id)
             doc = self.book.docs.get(n)
-            status = doc.status if doc else "unknown"
+            status = doc.status if doc is not None and doc.kb == k else "unknown"
             if status in ("deleted", "failed", "removed", "unknown", "new"):
                 raise HistoryFailed(Violation("stray-vectors", f"{count} vectors of {status} file {file_id}"))
-            want = doc.chunks if status == "completed" else expected_chunks(n, doc.kind)
-            if status in ("completed", "interrupted") and count != want:
-                raise HistoryFailed(Violation("stray-vectors",
-                                              f"{status} file {file_id} has {count} of {want} vectors"))
+            assert doc is not None
+            if status == "completed" and count != doc.chunks:
+                raise HistoryFailed(Violation("stray-vectors", f"completed file {file_id} has {count} of "
+                                                               f"{doc.chunks} vectors"))
+            if status == "interrupted":
+                whole = {expected_chunks(n, kind, v) for v, kind in enumerate(doc.kinds) if v in doc.answerable}
+                if count not in whole:
+                    raise HistoryFailed(Violation("stray-vectors", f"interrupted file {file_id} has {count} "
+                                                                   f"vectors, not one whole upload {sorted(whole)}"))
 
-    def _check_keys(self) -> None:
-        keys = [k for k in self.host.storage if k.startswith(kb_prefix(KB))]
+    def _check_keys(self, k: int) -> None:
+        kb = kb_name(k)
+        keys = [key for key in self.host.storage if key.startswith(kb_prefix(kb))]
         groups = group_keys(keys)
-        with_vectors = {str(m.get("file_id")) for m in self.host.vectors_of(KB)}
-        stray = [f"file/{f}" for f in groups.get((KB, "file"), ()) if f not in with_vectors]
-        stray += [f"journal/{f}" for f in groups.get((KB, "journal"), ())]
-        manifest = self.host.storage.get(index_manifest_key(KB))
+        with_vectors = {str(m.get("file_id")) for m in self.host.vectors_of(kb)}
+        stray = [f"file/{f}" for f in groups.get((kb, "file"), ()) if f not in with_vectors]
+        stray += [f"journal/{f}" for f in groups.get((kb, "journal"), ())]
+        manifest = self.host.storage.get(index_manifest_key(kb))
         live = set(SegmentIndex.manifest_segment_names(manifest)) if manifest else set()
-        stray += [f"kw/seg/{s}" for s in groups.get((KB, "kw/seg"), ()) if s not in live]
+        stray += [f"kw/seg/{s}" for s in groups.get((kb, "kw/seg"), ()) if s not in live]
         if stray:
-            raise HistoryFailed(Violation("stray-keys", f"{sorted(stray)[:5]} ({len(stray)} in all)"))
+            raise HistoryFailed(Violation("stray-keys", f"{kb}: {sorted(stray)[:5]} ({len(stray)} in all)"))
 
 
 def run_history(history: History) -> Violation | None:
-    """Run one history on a new event loop; the first violation, or None."""
-    saved = lucidrag.base.host.RETRY_DELAYS
-    lucidrag.base.host.RETRY_DELAYS = (0.0, 0.0, 0.0)
-    loop = asyncio.new_event_loop()
+    """Run one history on a new event loop with virtual time; the first violation, or None."""
+    loop = SimLoop()
+    configure_bounded_default_executor(loop)
+    blocking = threaded_blocking(loop) if history.threads else inline_blocking()
     try:
-        loop.run_until_complete(Runner(history).run())
+        with virtual_time(loop), small_listing_window(), blocking:
+            loop.run_until_complete(Runner(history).run())
         return None
     except HistoryFailed as failed:
         return failed.violation
+    except Deadlock as error:
+        return Violation("hook-timeout", f"every hook waits for ever: {error}")
     finally:
-        lucidrag.base.host.RETRY_DELAYS = saved
         _cancel_all(loop)
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_default_executor())
         loop.close()
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
-    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    for task in pending:
-        task.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    for _ in range(3):  # a cancelled task may have started others (a call handed to LangBot)
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not pending:
+            return
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 def shrink(history: History, violation: Violation, budget_s: float = 120.0) -> History:
@@ -420,12 +643,15 @@ def shrink(history: History, violation: Violation, budget_s: float = 120.0) -> H
         found = run_history(candidate)
         return found is not None and found.kind == violation.kind
 
+    def replaced(current: History, i: int, step: Step) -> History:
+        return dataclasses.replace(current, steps=current.steps[:i] + [step] + current.steps[i + 1:])
+
     current = history
     changed = True
     while changed and time.monotonic() < deadline:
         changed = False
         for i in range(len(current.steps) - 1, -1, -1):
-            candidate = History(current.seed, current.backend, current.steps[:i] + current.steps[i + 1:])
+            candidate = dataclasses.replace(current, steps=current.steps[:i] + current.steps[i + 1:])
             if fails(candidate):
                 current, changed = candidate, True
         for i, step in enumerate(current.steps):
@@ -433,8 +659,14 @@ def shrink(history: History, violation: Violation, budget_s: float = 120.0) -> H
                 if len(step.ops) == 1:
                     break
                 smaller = dataclasses.replace(step, ops=step.ops[:j] + step.ops[j + 1:])
-                candidate = History(current.seed, current.backend,
-                                    current.steps[:i] + [smaller] + current.steps[i + 1:])
-                if fails(candidate):
-                    current, step, changed = candidate, smaller, True
+                if fails(replaced(current, i, smaller)):
+                    current, step, changed = replaced(current, i, smaller), smaller, True
+            for fault in ("storage", "vectors", "lost", "slow", "kill_after", "restart"):
+                if getattr(step, fault):
+                    calmer = dataclasses.replace(step, **{fault: None if fault == "kill_after" else type(getattr(step, fault))()})
+                    if fails(replaced(current, i, calmer)):
+                        current, step, changed = replaced(current, i, calmer), calmer, True
+        for flag in ("writes_fail", "threads"):
+            if getattr(current, flag) and fails(dataclasses.replace(current, **{flag: False})):
+                current, changed = dataclasses.replace(current, **{flag: False}), True
     return current

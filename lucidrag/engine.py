@@ -62,11 +62,16 @@ class Installation:
     snapshot: KeySnapshot | None = None  # the storage listing made then, which new KB states start from
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
     query_logs: dict[str, QueryLog] = field(default_factory=dict)  # the console's recent questions per KB
+    deleted_kbs: set[str] = field(default_factory=set)  # KBs deleted in this process: no log is kept for them
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)
         if log is None:
-            log = self.query_logs[kb_id] = QueryLog(kb_id)
+            log = QueryLog(kb_id)
+            if kb_id in self.deleted_kbs:
+                log.closed = True  # a question answered while its KB was deleted
+            else:
+                self.query_logs[kb_id] = log
         return log
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
@@ -253,11 +258,16 @@ class Engine:
         # listings below, so that they find it.
         if state is not None and not await state.writes.close(remaining() * KB_DELETE_DRAIN_SHARE):
             logger.warning("kb=%s: an upload's write did not finish before the knowledge base's deletion", kb_id)
+        inst.deleted_kbs.add(kb_id)
         log = inst.query_logs.pop(kb_id, None)
-        if log is not None:
-            log.closed = True  # its blocks go with the KB's other keys
+        # its blocks go with the KB's other keys; a block being written lands before they are listed
+        if log is not None and not await log.close(remaining() * KB_DELETE_DRAIN_SHARE):
+            logger.warning("kb=%s: a query log write did not finish before the knowledge base's deletion", kb_id)
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):
+            # first: a restart finishes what this hook does not (LangBot refuses the KB's vector
+            # calls by then, so that finishes with its keys)
+            await store.mark_delete_pending()
             snapshot = await list_keys(host)
             file_ids = set(snapshot.record_ids(kb_id) if snapshot else [])
             if state is not None:
@@ -276,8 +286,6 @@ class Engine:
             except Exception as error:  # noqa: BLE001 - then as a KB with vectors: the listing finds them
                 logger.warning("kb=%s: an ingest journal could not be read (%s)", kb_id, describe(error))
                 never_written = False
-            if not never_written:
-                await store.mark_delete_pending()
         if never_written:  # listing would make Milvus create a collection for a deleted KB
             try:
                 for file_id, dim in first_writes.items():
@@ -285,10 +293,12 @@ class Engine:
             except Exception as error:  # noqa: BLE001 - then as a KB with vectors
                 logger.warning("kb=%s: a failed first write could not be removed (%s)", kb_id, describe(error))
                 file_ids.update(first_writes)
-                await store.mark_delete_pending()
             else:
-                await store.delete_everything()
-                return True
+                if await store.delete_everything():
+                    return True
+                # keys left (storage failed): later hooks delete them, without touching the vectors
+                inst.deletions.setdefault(kb_id, KbDeletion(kb_id, [])).vectors_done = True
+                return False
         job = inst.deletions.setdefault(kb_id, KbDeletion(kb_id, sorted(file_ids)))
         done = await job.run(host, time.monotonic() + KB_DELETE_BUDGET_S)
         if done:

@@ -9,6 +9,7 @@ vector DB failed, so the user can retry; KB create/delete never raise.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from langbot_plugin.api.definition.components.knowledge_engine.engine import (
@@ -29,6 +30,7 @@ from langbot_plugin.api.entities.builtin.rag.models import (
 
 from lucidrag.base.budget import HOOK_TIMEOUT_S, IngestDeadlines, hook_budget, until
 from lucidrag.base.errors import KnowledgeBaseDeleted, LucidRagError, SettingsError
+from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import (
     CreationSettings,
     creation_problems,
@@ -95,14 +97,19 @@ class LucidRag(KnowledgeEngine):
                 return _failed(context.file_object.metadata.document_id, str(error))
             # For the console: why a file failed (LangBot shows only "Failed"), and the KB's creation
             # settings once per process (they cannot change); best effort, never raises.
-            saved = self.engine.installation(self._installation_id()).settings_saved
+            inst = self.engine.installation(self._installation_id())
             kb_id = context.knowledge_base_id
-            await remember_outcome(self.plugin, kb_id, result.document_id,
-                                   result.error_message if result.status == DocumentStatus.FAILED else None,
-                                   context.file_object.metadata.filename,
-                                   None if kb_id in saved else context.creation_settings,
-                                   context.file_object.metadata.file_size or 0)
-            saved.add(kb_id)
+            state = inst.kbs.get(kb_id)
+            try:  # a KB deletion waits for these writes, or they do not start
+                async with (state.writes.write() if state is not None else contextlib.nullcontext()):
+                    await remember_outcome(self.plugin, kb_id, result.document_id,
+                                           result.error_message if result.status == DocumentStatus.FAILED else None,
+                                           context.file_object.metadata.filename,
+                                           None if kb_id in inst.settings_saved else context.creation_settings,
+                                           context.file_object.metadata.file_size or 0)
+            except GateClosed:  # the KB is being deleted: nothing more is stored for it
+                return result
+            inst.settings_saved.add(kb_id)
         return result
 
     async def _ingest(self, context: IngestionContext, deadlines: IngestDeadlines) -> IngestionResult:

@@ -183,6 +183,17 @@ class QueryLog:
         recent = self._last_write is not None and time.monotonic() - self._last_write < FLUSH_EVERY_S
         return eager or not recent or unsaved[0] is not self._blocks[-1]  # a full block is written at once
 
+    async def close(self, wait_s: float) -> bool:
+        """The KB is being deleted: nothing more is written, and a write under way is waited for
+        (up to `wait_s`) so that it lands before the KB's keys are listed. Whether it finished."""
+        self.closed = True
+        try:
+            async with asyncio.timeout(max(0.0, wait_s)):
+                async with self._lock:
+                    return True
+        except TimeoutError:
+            return False
+
     # ---------------------------------------------------------------- storage
     async def save(self, host: HostApi, listed: Iterable[int] | None, force: bool = False,
                    eager: bool = False) -> bool:

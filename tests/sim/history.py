@@ -259,6 +259,7 @@ class Runner:
         self.creating: dict[int, asyncio.Event] = {}  # KBs whose creation hook runs now
         self.deleting: set[int] = set()  # documents whose delete hook runs now
         self.vectors_may_stay: set[int] = set()  # KBs deleted while the vector DB was faulty
+        self.kbs_being_deleted: set[int] = set()  # KBs whose deletion hook has started
         self.process = self._new_process()
 
     def _new_process(self) -> PluginProcess:
@@ -395,6 +396,7 @@ class Runner:
                 creating.set()
 
     async def _delete_kb(self, k: int) -> None:
+        self.kbs_being_deleted.add(k)  # an upload of the KB may fail from here on ("deleted")
         if self.faults.vectors or self.faults.lost or self.faults.slow or self.process.kill_after is not None:
             # the hook is the only time the plugin can reach the KB's vectors; a vector DB that
             # fails or hangs then, or a kill -9, may leave some for good
@@ -424,7 +426,7 @@ class Runner:
             doc.status, doc.chunks, doc.answerable = "completed", result.chunks_created, {version}
         else:
             doc.status, doc.answerable = "failed", set()
-            if doc.kind != "bad" and healthy:
+            if doc.kind != "bad" and healthy and doc.kb not in self.kbs_being_deleted:
                 raise HistoryFailed(Violation("failed-healthy", f"{doc_id(n)}: {result.error_message}"))
 
     async def _delete(self, n: int) -> None:

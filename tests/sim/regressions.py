@@ -349,35 +349,13 @@ REGRESSIONS: dict[str, History] = {
 }
 
 OPEN_DEFECTS: dict[str, str] = {
-    "deleted-kbs-stop-another-kbs-upkeep-729": "a deleted KB's leftovers stop the upkeep of other KBs",
-    "delete-waits-for-a-lock-past-its-timeout-1209": "a hook waits for a KB's lock without a deadline",
     # fixed for what they were kept for; they fail again on the check that a file whose delete
     # returned False after its vectors went is no answer (its record brings it back)
     "deleted-file-back-after-restart":
         "a file whose delete returned False after its vectors went is answered by keyword after a restart",
-    "flush-saves-a-file-deleted-meanwhile":
-        "a file whose delete returned False after its vectors went is answered by keyword after a restart",
-    "deleted-file-back-after-a-late-write-220": "a storage write given up on lands after the delete and brings the file back",
-    "rebuild-truncates-a-file-past-the-window-142": "the console's rebuild truncates a file past the listing window",
-    "file-past-the-window-rebuilt-without-its-tail-75":
-        "a record rebuilt from the vector DB stops at the listing window",
     "delete-returned-false-file-answered-by-keyword-12":
         "a file whose delete returned False after its vectors went is answered by keyword",
     "console-scan-outlives-the-page-timeout-300": "console requests have no deadline within the page API's 30 s",
-    "failed-upload-answered-after-its-write-landed-43": "a storage write given up on lands and brings back a FAILED file",
-    "upsert-landing-after-the-rollback-stays-61": "an upsert given up on lands after the rollback and its vectors stay",
-    "kb-without-vectors-deletion-killed-keeps-keys-390":
-        "deleting a KB that never had a vector is not remembered when cut short",
-    "killed-re-upload-leaves-the-old-record-133": "a re-upload cut short by kill -9 leaves the old record without vectors",
-    "milvus-query-after-a-failed-creation-1":
-        "a KB whose meta write failed at creation lists Milvus on its first query (1536-dim collection)",
-    "completed-file-lost-after-a-failed-creation-6":
-        "storage-empty mode loses a COMPLETED file after a restart",
     "failed-re-upload-answers-the-old-version-13": "a failed re-upload of a document id brings back the old version",
     "failed-re-upload-answers-the-old-version-7": "a failed re-upload of a document id brings back the old version",
-    "kb-deleted-during-an-ingest-keeps-its-keys-14": "a KB deleted during an ingest keeps the ingest's keys",
-    "kb-without-vectors-deleted-on-flaky-storage-keeps-keys-0":
-        "deleting a KB that never had a vector forgets a failed key delete",
-    "completed-re-upload-answers-the-old-version-375":
-        "a completed re-upload of a document id still answers the old version",
 }

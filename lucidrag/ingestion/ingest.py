@@ -120,6 +120,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         timed_out = time.monotonic() >= deadlines.work
         if begun:
             await _abandon(host, state, store, request, deadlines, dim)
+        elif isinstance(error, Exception) and not isinstance(error, (GateClosed, KnowledgeBaseDeleted)):
+            await _forget_previous_version(host, state, store, request, deadlines)
         failure = _failure(error, state, deadlines, timed_out, vectors_written=begun)
         if failure is error:
             raise
@@ -205,6 +207,23 @@ async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
     except Exception as error:  # noqa: BLE001 - a bug; the state tells whether the file is committed
         logger.exception("kb=%s doc=%s: unexpected error while committing", store.kb_id, record.file_id)
         return (None if record.file_id not in state.in_flight else error), True
+
+
+async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, store: KbStore,
+                                   request: IngestRequest, deadlines: IngestDeadlines) -> None:
+    """An upload of a document id failed before writing anything: LangBot shows the file as
+    failed, so an earlier version of it (the same id uploaded before) is no answer any more either.
+    Best effort within `deadlines.rollback`; a failure leaves it to a later delete."""
+    if state.writes.closed:
+        return
+    with until(deadlines.rollback):
+        try:
+            if await state.is_stored(store, request.document_id):
+                await state.delete_file(store, request.document_id, lambda: with_retries(
+                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
+        except Exception as error:  # noqa: BLE001 - logged for the operator
+            logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed (%s)",
+                           request.kb_id, request.document_id, describe(error))
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

@@ -356,6 +356,4 @@ OPEN_DEFECTS: dict[str, str] = {
     "delete-returned-false-file-answered-by-keyword-12":
         "a file whose delete returned False after its vectors went is answered by keyword",
     "console-scan-outlives-the-page-timeout-300": "console requests have no deadline within the page API's 30 s",
-    "failed-re-upload-answers-the-old-version-13": "a failed re-upload of a document id brings back the old version",
-    "failed-re-upload-answers-the-old-version-7": "a failed re-upload of a document id brings back the old version",
 }

@@ -13,11 +13,13 @@ or raises `ConsoleError` with a message for the operator.
 from __future__ import annotations
 
 import logging
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lucidrag.base.budget import HOOK_RESERVE, HOOK_TIMEOUT_S, BudgetSpent, hook_budget
 from lucidrag.base.errors import LucidRagError
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import (
@@ -117,7 +119,14 @@ class Console:
         route = routes.get(endpoint.rstrip("/") or "/")
         if route is None:
             raise ConsoleError(f"Unknown console endpoint {endpoint!r}.")
-        return await route(body if isinstance(body, Mapping) else {})
+        try:  # the page gets an answer before the runtime gives up on the request (and cancels it)
+            with hook_budget("console") as deadline:
+                async with asyncio.timeout_at(asyncio.get_running_loop().time()
+                                              + deadline - time.monotonic() + HOOK_TIMEOUT_S["console"] * HOOK_RESERVE / 2):
+                    return await route(body if isinstance(body, Mapping) else {})
+        except (BudgetSpent, TimeoutError) as error:
+            raise ConsoleError("LangBot did not answer in time; try again (repairs continue where they "
+                               "stopped).") from error
 
     # ------------------------------------------------------------------ scope
     async def _storage_keys(self) -> list[str]:

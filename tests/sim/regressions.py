@@ -355,5 +355,4 @@ OPEN_DEFECTS: dict[str, str] = {
         "a file whose delete returned False after its vectors went is answered by keyword after a restart",
     "delete-returned-false-file-answered-by-keyword-12":
         "a file whose delete returned False after its vectors went is answered by keyword",
-    "console-scan-outlives-the-page-timeout-300": "console requests have no deadline within the page API's 30 s",
 }

@@ -517,6 +517,10 @@ class Runner:
         self.process = self._new_process()
         for n, doc in sorted(self.book.docs.items()):
             if doc.status == "delete-failed":  # LangBot kept the file; the operator deletes it again
+                if self.history.writes_fail:
+                    # storage holds nothing: a restarted plugin learns the collection exists from
+                    # the KB's first question (or upload) before it may delete in it
+                    await self._retrieve(n, "vector", "none")
                 await self._delete(n)
                 if doc.status != "deleted":
                     raise HistoryFailed(Violation("raised", f"deleting {doc_id(n)} on a healthy host failed"))

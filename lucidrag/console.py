@@ -426,9 +426,10 @@ def _hit_row(hit: Hit) -> dict[str, Any]:
         "heading": hit.chunk.heading,
         "page": hit.chunk.page,
         "citation": citation(hit.format, hit.chunk.page),  # the title is beside it, the heading in the text
+        "score": hit.score,  # as reported to the bot: never above the hit before it
+        "fused_score": hit.fused_score,  # the passage's own, before the order capped it
         "vector_score": hit.vector_score,
         "keyword_score": hit.keyword_score,
-        "fused_score": hit.score,
         "text": hit.content[:PREVIEW_CHARS],
     }
 

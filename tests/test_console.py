@@ -227,6 +227,20 @@ async def test_search_shows_vector_keyword_and_fused_scores_with_the_citation(ha
     assert min(top["vector_score"], top["keyword_score"]) <= top["fused_score"] <= max(top["vector_score"], top["keyword_score"])
 
 
+async def test_search_lists_hits_by_reported_score_and_shows_each_passages_own_evidence(harness: Harness, host, page):
+    from tests.test_score_order import KB as ORDER_KB, QUESTION, a_manual_and_notes
+
+    host.workspace_kbs[ORDER_KB] = "Kitchen"
+    await a_manual_and_notes(harness)
+    hits = (await api(page, "/search", kb_id=ORDER_KB, query=QUESTION))["hits"]
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    files = [h["file_id"] for h in hits]
+    demoted = hits[files.index("manual", files.index("manual") + 1)]  # shown after another file's best
+    assert demoted["score"] < demoted["fused_score"]
+    assert min(demoted["vector_score"], demoted["keyword_score"]) <= demoted["fused_score"] \
+        <= max(demoted["vector_score"], demoted["keyword_score"])
+
+
 async def test_search_without_known_settings_falls_back_to_keywords(harness: Harness, host, page):
     host.workspace_kbs[KB] = "Old KB"
     await harness.ingest(KB, "tea.txt", TEA)

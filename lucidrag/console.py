@@ -230,7 +230,8 @@ class Console:
             hits = await self.engine.retrieve(
                 self.host, self.installation_id, ref.kb_id, ref.kb_id, query,
                 {"embedding_model_uuid": model or "unknown"},
-                {"top_k": top_k, "search_mode": mode, "context_window": 0}, None)
+                # the source line is shown beside the passage (title, citation), not in it
+                {"top_k": top_k, "search_mode": mode, "context_window": 0, "source_line": False}, None)
         except LucidRagError as error:
             raise ConsoleError(str(error)) from error
         return {"query": query, "mode": mode, "hits": [_hit_row(h) for h in hits],

@@ -38,6 +38,7 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "score_threshold": 0.0,
     "rerank_model_uuid": "",
     "context_window": 0,
+    "source_line": True,
 }
 
 
@@ -63,6 +64,8 @@ class RetrievalSettings:
     score_threshold: float = RETRIEVAL_DEFAULTS["score_threshold"]
     rerank_model_uuid: str = RETRIEVAL_DEFAULTS["rerank_model_uuid"]
     context_window: int = RETRIEVAL_DEFAULTS["context_window"]
+    # each passage's content starts with its source (document, heading path, page)
+    source_line: bool = RETRIEVAL_DEFAULTS["source_line"]
 
 
 def parse_creation_settings(raw: Mapping[str, Any] | None) -> CreationSettings:
@@ -112,7 +115,8 @@ def parse_retrieval_settings(raw: Mapping[str, Any] | None) -> RetrievalSettings
     window = _as_int(raw.get("context_window", RETRIEVAL_DEFAULTS["context_window"]), "context_window")
     if not 0 <= window <= MAX_CONTEXT_WINDOW:
         raise SettingsError(f"context_window ({window}) must be between 0 and {MAX_CONTEXT_WINDOW}.")
-    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window)  # type: ignore[arg-type]
+    source_line = _as_bool(raw.get("source_line", RETRIEVAL_DEFAULTS["source_line"]), "source_line")
+    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window, source_line)  # type: ignore[arg-type]
 
 
 def _as_int(value: Any, name: str) -> int:
@@ -128,6 +132,17 @@ def _as_int(value: Any, name: str) -> int:
         except ValueError:
             pass
     raise SettingsError(f"{name} must be a whole number, got {value!r}.")
+
+
+def _as_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else ""
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {value!r}.")
 
 
 def _as_float(value: Any, name: str) -> float:

@@ -23,6 +23,7 @@ from lucidrag.retrieval.fusion import (
     single,
 )
 from lucidrag.retrieval.localfilter import LocalFilterHost, Selector
+from lucidrag.retrieval.sources import with_source_line
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord
 from lucidrag.state.store import KbStore
@@ -64,9 +65,13 @@ class Hit:
     def distance(self) -> float:
         return 1.0 - self.score
 
-    def metadata(self) -> dict[str, Any]:
+    @property
+    def document_name(self) -> str:
         # LangBot's Retrieve Test titles each card with document_name (else the file's UUID).
-        name = self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
+        return self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
+
+    def metadata(self) -> dict[str, Any]:
+        name = self.document_name
         meta: dict[str, Any] = {
             "file_id": self.chunk.file_id,
             "chunk_index": self.chunk.index,
@@ -317,6 +322,7 @@ def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> lis
         record = found.records.get(chunk.file_id)
         file_format = record.format if record else ""
         parent = _parent_text(record, chunk)
+        heading = chunk.heading  # the heading path the content starts with
         if parent is not None:
             key: tuple[str, Any] = (chunk.file_id, ("parent", chunk.parent))
             if key in used:
@@ -330,13 +336,17 @@ def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> lis
             span = _within_budget(span, chunk, CONTEXT_BUDGET)
             used.update((c.file_id, c.index) for c in span)
             content = merge_texts([c.text for c in span])
+            heading = span[0].heading
         else:
             if (chunk.file_id, chunk.index) in used:
                 continue
             used.add((chunk.file_id, chunk.index))
             content = chunk.text
         score = round(fused.score, 6)
-        hits.append(Hit(chunk, content, score, file_format, score, fused.vector_score, fused.keyword_score))
+        hit = Hit(chunk, content, score, file_format, score, fused.vector_score, fused.keyword_score)
+        if request.settings.source_line:
+            hit = replace(hit, content=with_source_line(content, chunk.document_name, heading, chunk.page))
+        hits.append(hit)
     return hits
 
 

@@ -30,8 +30,14 @@ SOLAR_QUESTION = "solar array kilowatts"
 MODES = ("vector", "keyword", "hybrid")
 
 
+# A query never waits for a held upload or delete; a broken state would make it wait for the held
+# call forever: this turns that deadlock into a failure (it is no measure of speed).
+DEADLOCK_S = 60
+
+
 async def answered_files(harness: Harness, query: str, mode: str, kb: str = KB) -> list[str]:
-    response = await harness.retrieve(kb, query, settings={"search_mode": mode, "top_k": 10})
+    response = await asyncio.wait_for(harness.retrieve(kb, query, settings={"search_mode": mode, "top_k": 10}),
+                                      DEADLOCK_S)
     return [entry.metadata["file_id"] for entry in response.results]
 
 
@@ -276,3 +282,48 @@ async def test_a_file_that_changes_while_a_restart_indexes_it_is_not_indexed_fro
         assert (await upload).status == DocumentStatus.COMPLETED
         assert await answered_files(back, "wind turbine 2031", "keyword") == ["solar"]
         assert "solar" not in await answered_files(back, SOLAR_QUESTION, "keyword")
+
+
+# --------------------------------------------------------------------------- committed
+async def test_a_completed_file_whose_record_storage_refused_is_answered_now_and_after_a_restart(
+        harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    host.fail("set_plugin_storage", when=is_record_of("solar"))
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    for mode in MODES:
+        assert (await answered_files(harness, SOLAR_QUESTION, mode))[0] == "solar", mode
+    host.faults.clear()
+    await harness.retrieve(KB, "tea")  # a later request saves the record
+    storage_writes = host.calls["set_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["set_plugin_storage"] == storage_writes, "nothing is left to save"
+    for mode in MODES:
+        assert (await answered_files(restarted(host), SOLAR_QUESTION, mode))[0] == "solar", mode
+
+
+async def test_an_upload_that_wrote_every_vector_before_a_crash_is_answered_after_the_restart(
+        harness: Harness, host: FakePlugin):
+    from lucidrag.state.store import JournalEntry, KbStore
+
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    solar = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    for key in [k for k in host.storage if is_record_of("solar")(k)]:  # the crash came before its record
+        del host.storage[key]
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("solar", solar.chunks_created))
+    back = restarted(host)
+    await back.retrieve(KB, "tea")  # the restart adopts the complete upload
+    for mode in MODES:
+        assert (await answered_files(back, SOLAR_QUESTION, mode))[0] == "solar", mode
+
+
+async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    host.fail("delete_plugin_storage", when=is_record_of("solar"))
+    assert await harness.component.delete_document(KB, "solar") is False
+    host.faults.clear()
+    await harness.retrieve(KB, "tea")  # a later request deletes the record
+    deletes = host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["delete_plugin_storage"] == deletes, "nothing is left to delete"
+    assert await harness.component.delete_document(KB, "solar") is True

@@ -95,6 +95,20 @@ async def test_a_failed_file_shows_its_reason_and_what_to_do(harness: Harness, h
     assert detail["health"]["failed_files"] == 1
 
 
+async def test_an_upload_that_failed_after_writing_vectors_is_no_longer_listed_as_uploading(harness: Harness, host, page):
+    from tests.test_file_states import failing_after_its_first_batch
+    from tests.test_state_runtime import long_text
+
+    await create_kb(harness, host)
+    failing_after_its_first_batch(host)
+    host.faults.pop("vector_delete")  # the failed upload's vectors are removed
+    result = await harness.ingest(KB, "parts.txt", long_text(400), settings={"chunk_size": 128, "chunk_overlap": 0})
+    assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, result.document_id) == []
+    host.faults.clear()
+    statuses = [r["status"] for r in (await api(page, "/kb", kb_id=KB))["files"] if r["file_id"] == result.document_id]
+    assert statuses == ["failed"], statuses
+
+
 async def test_two_failed_uploads_of_one_day_can_be_told_apart_and_matched_to_langbots_rows(
         harness: Harness, host, page):
     await create_kb(harness, host)

@@ -318,6 +318,11 @@ async def test_an_upload_that_wrote_every_vector_before_a_crash_is_answered_afte
 
 async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: FakePlugin):
     await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "kettle.txt", b"Descale the kettle every month.", document_id="kettle")
+    assert await harness.component.delete_document(KB, "kettle") is True
+    deletes = host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["delete_plugin_storage"] == deletes, "a deletion that succeeded is not repeated"
     await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
     host.fail("delete_plugin_storage", when=is_record_of("solar"))
     assert await harness.component.delete_document(KB, "solar") is False

@@ -109,6 +109,17 @@ async def test_an_upload_that_failed_after_writing_vectors_is_no_longer_listed_a
     assert statuses == ["failed"], statuses
 
 
+async def test_an_upload_refused_by_storage_before_any_vector_is_not_listed_as_uploading(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "journal" in key)  # its journal entry is refused
+    result = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, result.document_id) == []
+    host.faults.clear()
+    rows = [r for r in (await api(page, "/kb", kb_id=KB))["files"] if r["file_id"] == result.document_id]
+    assert all(r["status"] != "ingesting" for r in rows), rows
+
+
 async def test_two_failed_uploads_of_one_day_can_be_told_apart_and_matched_to_langbots_rows(
         harness: Harness, host, page):
     await create_kb(harness, host)

@@ -246,7 +246,9 @@ class Console:
             hits = await self.engine.retrieve(
                 self.host, self.installation_id, ref.kb_id, ref.kb_id, query,
                 {"embedding_model_uuid": model or "unknown"},
-                {"top_k": top_k, "search_mode": mode, "context_window": 0}, None, log=False)
+                # the source line is shown beside the passage (title, citation), not in it
+                {"top_k": top_k, "search_mode": mode, "context_window": 0, "source_line": False}, None,
+                log=False)
         except LucidRagError as error:
             raise ConsoleError(str(error)) from error
         return {"query": query, "mode": mode, "hits": [_hit_row(h) for h in hits],
@@ -486,9 +488,10 @@ def _hit_row(hit: Hit) -> dict[str, Any]:
         "heading": hit.chunk.heading,
         "page": hit.chunk.page,
         "citation": citation(hit.format, hit.chunk.page),  # the title is beside it, the heading in the text
+        "score": hit.score,  # as reported to the bot: never above the hit before it
+        "fused_score": hit.fused_score,  # the passage's own, before the order capped it
         "vector_score": hit.vector_score,
         "keyword_score": hit.keyword_score,
-        "fused_score": hit.score,
         "text": hit.content[:PREVIEW_CHARS],
     }
 

@@ -95,6 +95,31 @@ async def test_a_failed_file_shows_its_reason_and_what_to_do(harness: Harness, h
     assert detail["health"]["failed_files"] == 1
 
 
+async def test_an_upload_that_failed_after_writing_vectors_is_no_longer_listed_as_uploading(harness: Harness, host, page):
+    from tests.test_file_states import failing_after_its_first_batch
+    from tests.test_state_runtime import long_text
+
+    await create_kb(harness, host)
+    failing_after_its_first_batch(host)
+    host.faults.pop("vector_delete")  # the failed upload's vectors are removed
+    result = await harness.ingest(KB, "parts.txt", long_text(400), settings={"chunk_size": 128, "chunk_overlap": 0})
+    assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, result.document_id) == []
+    host.faults.clear()
+    statuses = [r["status"] for r in (await api(page, "/kb", kb_id=KB))["files"] if r["file_id"] == result.document_id]
+    assert statuses == ["failed"], statuses
+
+
+async def test_an_upload_refused_by_storage_before_any_vector_is_not_listed_as_uploading(harness: Harness, host, page):
+    await create_kb(harness, host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("set_plugin_storage", when=lambda key, **_: "journal" in key)  # its journal entry is refused
+    result = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, result.document_id) == []
+    host.faults.clear()
+    rows = [r for r in (await api(page, "/kb", kb_id=KB))["files"] if r["file_id"] == result.document_id]
+    assert all(r["status"] != "ingesting" for r in rows), rows
+
+
 async def test_two_failed_uploads_of_one_day_can_be_told_apart_and_matched_to_langbots_rows(
         harness: Harness, host, page):
     await create_kb(harness, host)
@@ -225,6 +250,20 @@ async def test_search_shows_vector_keyword_and_fused_scores_with_the_citation(ha
     assert top["text"].startswith("Energy report\n") and top["text"].count("Energy report") == 1  # heading once
     assert 0 < top["vector_score"] <= 1 and 0 < top["keyword_score"] <= 1
     assert min(top["vector_score"], top["keyword_score"]) <= top["fused_score"] <= max(top["vector_score"], top["keyword_score"])
+
+
+async def test_search_lists_hits_by_reported_score_and_shows_each_passages_own_evidence(harness: Harness, host, page):
+    from tests.test_score_order import KB as ORDER_KB, QUESTION, a_manual_and_notes
+
+    host.workspace_kbs[ORDER_KB] = "Kitchen"
+    await a_manual_and_notes(harness)
+    hits = (await api(page, "/search", kb_id=ORDER_KB, query=QUESTION))["hits"]
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    files = [h["file_id"] for h in hits]
+    demoted = hits[files.index("manual", files.index("manual") + 1)]  # shown after another file's best
+    assert demoted["score"] < demoted["fused_score"]
+    assert min(demoted["vector_score"], demoted["keyword_score"]) <= demoted["fused_score"] \
+        <= max(demoted["vector_score"], demoted["keyword_score"])
 
 
 async def test_search_without_known_settings_falls_back_to_keywords(harness: Harness, host, page):

@@ -32,7 +32,9 @@ def fused(c: ChunkRecord, score: float = 0.5) -> Fused:
 
 
 def request(**settings) -> RetrieveRequest:
-    return RetrieveRequest("kb", "kb", "q", CreationSettings("model"), RetrievalSettings(**settings), None)
+    """A request for the passages alone (the source line is tested in test_sources.py)."""
+    return RetrieveRequest("kb", "kb", "q", CreationSettings("model"),
+                           RetrievalSettings(**{"source_line": False, **settings}), None)
 
 
 def test_a_hit_without_a_document_name_is_titled_by_its_format_and_shows_its_page():
@@ -163,7 +165,8 @@ async def test_a_restarted_plugin_reranks_what_it_reads_from_storage_and_keeps_a
     fresh.host.collections, fresh.host.storage, fresh.host.files = host.collections, host.storage, host.files
     fresh.host.rerank_fn = lambda query, docs: [0.9 if "Bananas" in d else 0.25 for d in docs]
     response = await fresh.retrieve("kb-rerank", "apples",
-                                    settings={"rerank_model_uuid": "rr", "score_threshold": 0.25})
+                                    settings={"rerank_model_uuid": "rr", "score_threshold": 0.25,
+                                              "source_line": False})
     assert [(r.content[0].text.split()[0], r.score) for r in response.results] == [("Bananas", 0.9), ("Apples", 0.25)]
     assert all(r.metadata["format"] == "text" for r in response.results)  # from the records read
 
@@ -173,6 +176,6 @@ async def test_a_restarted_plugin_answers_from_the_records_it_reads_from_storage
     await harness.ingest("kb-restart", "b.txt", b"Bananas are yellow.")
     fresh = Harness(type(host)())  # a restarted process: no record in memory
     fresh.host.collections, fresh.host.storage, fresh.host.files = host.collections, host.storage, host.files
-    response = await fresh.retrieve("kb-restart", "apples")
+    response = await fresh.retrieve("kb-restart", "apples", settings={"source_line": False})
     assert response.results and response.results[0].content[0].text.startswith("Apples")
     assert all(r.metadata["format"] == "text" for r in response.results)

@@ -72,3 +72,14 @@ def test_component_yaml_declares_the_same_defaults_as_the_settings_type():
         for key in ("label", "description"):
             if key in field:
                 assert {"en_US", "zh_Hans", "zh_Hant", "ja_JP"} <= set(field[key]), (field["name"], key)
+
+
+@pytest.mark.parametrize("value, expected", [(True, True), (False, False), ("false", False), ("on", True), (0, False)])
+def test_the_source_line_setting_reads_what_the_ui_may_send(value, expected):
+    assert parse_retrieval_settings({"source_line": value}).source_line is expected
+    assert parse_retrieval_settings({}).source_line is True  # on unless turned off
+
+
+def test_a_source_line_setting_that_is_not_a_yes_or_no_is_refused():
+    with pytest.raises(SettingsError, match="source_line"):
+        parse_retrieval_settings({"source_line": "sometimes"})

@@ -181,7 +181,7 @@ async def test_a_file_id_filter_in_keyword_mode_finds_the_file_however_many_othe
     for i in range(70):
         await harness.ingest(KB, f"pump{i}.txt", f"Pump P{i}: pressure valve pressure valve pressure check.".encode())
     target = await harness.ingest(KB, "manual.txt", b"The pressure of the boiler is read daily.")
-    texts = await harness.texts(KB, "pressure valve", settings={"search_mode": "keyword"},
+    texts = await harness.texts(KB, "pressure valve", settings={"search_mode": "keyword", "source_line": False},
                                 filters={"file_id": target.document_id})
     assert texts == ["The pressure of the boiler is read daily."]
 
@@ -191,7 +191,7 @@ async def test_a_chunk_level_filter_finds_a_chunk_ranked_past_a_thousand(harness
     chunks = host.vectors_of(KB)
     assert len(chunks) > 1100
     wanted = max(chunks, key=lambda c: c["chunk_index"])
-    texts = await harness.texts(KB, "solar panels on the roof", settings={"search_mode": "vector"},
+    texts = await harness.texts(KB, "solar panels on the roof", settings={"search_mode": "vector", "source_line": False},
                                 filters={"chunk_index": wanted["chunk_index"]})
     assert texts == [wanted["text"]]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from langbot_plugin.api.entities.builtin.rag.models import ParseResult, TextSection
 
 from lucidrag.retrieval.fusion import Fused, diversify
 from tests.conftest import Harness
@@ -93,24 +94,62 @@ def test_a_structured_file_of_a_few_lines_is_one_chunk(name: str, data: bytes):
     assert len(chunks) == 1, chunks
 
 
-@pytest.mark.parametrize("creation, settings", [
-    ({}, {}),
-    ({"chunking": "parent_child"}, {}),
-])
-async def test_what_a_runner_prints_says_each_heading_path_once(harness: Harness, creation: dict, settings: dict):
-    # A runner prints each entry's `citation` and its content (README); the content starts with
-    # the heading path, so the citation must not repeat it, nor the title it starts with.
+def what_local_agent_tells(response) -> str:
+    """LangBot's LocalAgent gives the model `[n] text` of each result: no metadata reaches it."""
+    return "\n".join(f"[{n}] {entry.content[0].text}" for n, entry in enumerate(response.results, 1))
+
+
+@pytest.mark.parametrize("creation", [{}, {"chunking": "parent_child"}])
+async def test_what_a_runner_prints_says_each_passages_source_and_heading_path_once(harness: Harness, creation: dict):
     await harness.ingest(KB, "kettle.md", KETTLE.encode(), settings=creation)
-    response = await harness.retrieve(KB, "kettle descaling safety daily use",
-                                      settings={"top_k": 3, **settings}, creation=creation)
+    response = await harness.retrieve(KB, "kettle descaling safety daily use", settings={"top_k": 3},
+                                      creation=creation)
     assert len(response.results) == 3
     for entry in response.results:
+        text, heading = entry.content[0].text, entry.metadata["heading"]
+        assert heading.startswith("Zephyr Kettle ZK-7 Manual › "), heading
+        assert text.startswith(f"Source: {heading}\n"), text  # the heading path names the document
+        assert text.count(heading) == 1 and text.count("Zephyr Kettle ZK-7 Manual") == 1, text
+
+
+async def test_without_the_source_line_the_content_starts_with_its_heading_path(harness: Harness):
+    await harness.ingest(KB, "kettle.md", KETTLE.encode())
+    response = await harness.retrieve(KB, "kettle descaling safety daily use",
+                                      settings={"top_k": 3, "source_line": False})
+    for entry in response.results:
+        # a runner that prints metadata.citation with the content says each part once
         told = f"source: {entry.metadata['citation']}\n{entry.content[0].text}"
         heading = entry.metadata["heading"]
-        assert heading.startswith("Zephyr Kettle ZK-7 Manual › "), heading
-        assert told.count(heading) == 1 and told.count("Zephyr Kettle ZK-7 Manual") == 1, told
         assert entry.content[0].text.startswith(heading + "\n"), told
+        assert told.count(heading) == 1 and told.count("Zephyr Kettle ZK-7 Manual") == 1, told
         assert entry.metadata["citation"] == "MARKDOWN"
+
+
+def parsed(*sections: tuple[str, int, int, str]) -> ParseResult:
+    """What a Parser plugin hands over: (heading, level, page, text) per section."""
+    return ParseResult(text="", sections=[TextSection(content=text, heading=heading, level=level, page=page)
+                                          for heading, level, page, text in sections])
+
+
+@pytest.mark.parametrize("sections, question, source", [
+    ((("Pump maintenance guide", 1, 1, "This guide covers the pumps of hall B."),
+      ("Seals", 2, 2, "Replace the seal of pump P-7 every 4000 operating hours.")),
+     "How often is the seal of pump P-7 replaced?", "Source: Pump maintenance guide › Seals · p. 2"),
+    ((("茶叶手册", 1, 1, "本手册介绍常见的茶叶。"),
+      ("铁观音", 2, 3, "铁观音产自福建安溪，属于乌龙茶，这种茶香气浓郁。")),
+     "铁观音产自哪里？", "来源：茶叶手册 › 铁观音 · 第 3 页"),
+    ((("茶葉手冊", 1, 1, "本手冊介紹常見的茶葉。"),
+      ("鐵觀音", 2, 3, "鐵觀音產自福建安溪，屬於烏龍茶，這種茶香氣濃郁。")),
+     "鐵觀音產自哪裡？", "來源：茶葉手冊 › 鐵觀音 · 第 3 頁"),
+], ids=["en", "zh-Hans", "zh-Hant"])
+async def test_the_model_is_told_each_passages_document_heading_and_page_in_its_language(
+        harness: Harness, sections, question: str, source: str):
+    await harness.ingest(KB, "guide.pdf", b"%PDF-1.4", parsed=parsed(*sections))
+    response = await harness.retrieve(KB, question, settings={"top_k": 1})
+    told = what_local_agent_tells(response)
+    assert told.startswith(f"[1] {source}\n{sections[1][3]}"), told
+    name = sections[0][0]
+    assert told.count(name) == 1 and response.results[0].metadata["document_name"] == name, told
 
 
 async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(harness: Harness):
@@ -119,8 +158,7 @@ async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(ha
     entry = response.results[0]
     assert entry.metadata["document_name"] == "Tea house opening hours"  # was "TEXT file, <date>"
     assert entry.metadata["citation"] == "TEXT"
-    told = f"{entry.metadata['citation']}\n{entry.content[0].text}"
-    assert told.count("Tea house opening hours") == 1, told
+    assert entry.content[0].text == "Source: Tea house opening hours\nThe tea house opens at seven."
 
 
 def test_of_two_about_equal_passages_the_one_whose_file_holds_more_of_the_answer_comes_first():

@@ -44,6 +44,7 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "context_window": 0,
     "query_log": "text",
     "query_log_size": 1000,
+    "source_line": True,
 }
 
 
@@ -71,6 +72,8 @@ class RetrievalSettings:
     context_window: int = RETRIEVAL_DEFAULTS["context_window"]
     query_log: QueryLogMode = RETRIEVAL_DEFAULTS["query_log"]
     query_log_size: int = RETRIEVAL_DEFAULTS["query_log_size"]
+    # each passage's content starts with its source (document, heading path, page)
+    source_line: bool = RETRIEVAL_DEFAULTS["source_line"]
 
 
 def parse_creation_settings(raw: Mapping[str, Any] | None) -> CreationSettings:
@@ -125,7 +128,9 @@ def parse_retrieval_settings(raw: Mapping[str, Any] | None) -> RetrievalSettings
     if not MIN_QUERY_LOG_SIZE <= log_size <= MAX_QUERY_LOG_SIZE:
         raise SettingsError(f"query_log_size ({log_size}) must be between {MIN_QUERY_LOG_SIZE} and "
                             f"{MAX_QUERY_LOG_SIZE}.")
-    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window, log, log_size)  # type: ignore[arg-type]
+    source_line = _as_bool(raw.get("source_line", RETRIEVAL_DEFAULTS["source_line"]), "source_line")
+    return RetrievalSettings(top_k, mode, weight, threshold, rerank, window, log, log_size,  # type: ignore[arg-type]
+                             source_line)
 
 
 def _as_int(value: Any, name: str) -> int:
@@ -141,6 +146,17 @@ def _as_int(value: Any, name: str) -> int:
         except ValueError:
             pass
     raise SettingsError(f"{name} must be a whole number, got {value!r}.")
+
+
+def _as_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else ""
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {value!r}.")
 
 
 def _as_float(value: Any, name: str) -> float:

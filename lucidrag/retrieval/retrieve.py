@@ -1,12 +1,13 @@
 """Retrieve: candidates (vector and/or keyword) → fusion → rerank → threshold → dedupe →
-parent / neighbour expansion → hits with a 0–1 score and a consistent distance (1 − score)."""
+parent / neighbour expansion → hits in score order, each with a 0–1 score and a consistent
+distance (1 − score)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
@@ -22,6 +23,7 @@ from lucidrag.retrieval.fusion import (
     single,
 )
 from lucidrag.retrieval.localfilter import LocalFilterHost, Selector
+from lucidrag.retrieval.sources import with_source_line
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord
 from lucidrag.state.store import KbStore
@@ -50,9 +52,12 @@ FUSION_POOL = 100
 class Hit:
     chunk: ChunkRecord
     content: str
-    score: float
+    score: float  # what is reported: never above the score of the hit before it (`in_score_order`)
     format: str
-    # The parts of `score` (None: not a candidate of that search), for the console's "why this rank".
+    # The passage's own evidence, for the console's "why this rank": its own score before the
+    # order capped it (mean of cosine and coverage in hybrid mode, the rerank relevance with a
+    # rerank model), its cosine and its keyword coverage (None: not a candidate of that search).
+    fused_score: float | None = None
     vector_score: float | None = None
     keyword_score: float | None = None
 
@@ -60,9 +65,13 @@ class Hit:
     def distance(self) -> float:
         return 1.0 - self.score
 
-    def metadata(self) -> dict[str, Any]:
+    @property
+    def document_name(self) -> str:
         # LangBot's Retrieve Test titles each card with document_name (else the file's UUID).
-        name = self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
+        return self.chunk.document_name or f"{(self.format or 'unknown').upper()} file"
+
+    def metadata(self) -> dict[str, Any]:
+        name = self.document_name
         meta: dict[str, Any] = {
             "file_id": self.chunk.file_id,
             "chunk_index": self.chunk.index,
@@ -73,6 +82,9 @@ class Hit:
             "citation": citation(self.format, self.chunk.page, self.chunk.document_name, self.chunk.heading),
             "document_name": name,
         }
+        evidence = {"fused_score": self.fused_score, "vector_score": self.vector_score,
+                    "keyword_score": self.keyword_score}
+        meta.update({key: value for key, value in evidence.items() if value is not None})
         return meta
 
 
@@ -151,8 +163,23 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:
-        return await _reranked_hits(host, state, request, head, found)
-    return await _hits(host, state, request, head, found)
+        return in_score_order(await _reranked_hits(host, state, request, head, found))
+    return in_score_order(await _hits(host, state, request, head, found))
+
+
+def in_score_order(hits: list[Hit]) -> list[Hit]:
+    """Each hit reports at most the score of the hit before it, so the results are sorted by the
+    score they report (a runner, or LangBot merging several knowledge bases, may sort by it). The
+    order is the ranking's, which can put a passage below one whose own score is lower: the
+    fusion ranks by normalised strengths, not by the reported mean, and one passage per file
+    comes first. Such a passage's `score` shows that demotion; its own stays in `fused_score`.
+    The threshold was applied to the own scores, so every reported score still meets it."""
+    ordered: list[Hit] = []
+    for hit in hits:
+        if ordered and hit.score > ordered[-1].score:
+            hit = replace(hit, score=ordered[-1].score)
+        ordered.append(hit)
+    return ordered
 
 
 async def _reranked_hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveRequest,
@@ -295,6 +322,7 @@ def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> lis
         record = found.records.get(chunk.file_id)
         file_format = record.format if record else ""
         parent = _parent_text(record, chunk)
+        heading = chunk.heading  # the heading path the content starts with
         if parent is not None:
             key: tuple[str, Any] = (chunk.file_id, ("parent", chunk.parent))
             if key in used:
@@ -308,13 +336,17 @@ def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> lis
             span = _within_budget(span, chunk, CONTEXT_BUDGET)
             used.update((c.file_id, c.index) for c in span)
             content = merge_texts([c.text for c in span])
+            heading = span[0].heading
         else:
             if (chunk.file_id, chunk.index) in used:
                 continue
             used.add((chunk.file_id, chunk.index))
             content = chunk.text
-        hits.append(Hit(chunk, content, round(fused.score, 6), file_format, fused.vector_score,
-                        fused.keyword_score))
+        score = round(fused.score, 6)
+        hit = Hit(chunk, content, score, file_format, score, fused.vector_score, fused.keyword_score)
+        if request.settings.source_line:
+            hit = replace(hit, content=with_source_line(content, chunk.document_name, heading, chunk.page))
+        hits.append(hit)
     return hits
 
 

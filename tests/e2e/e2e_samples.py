@@ -260,14 +260,15 @@ def generate(out: str) -> dict:
         # a pipeline bound to KB A (tests/e2e/pipeline.py): what the LLM is sent
         "pipeline": {
             "questions": [
+                # the source line of each passage: the document's name and page reach the model
                 {"label": "en", "query": "How far did the Vantablue glacier advance in 1887?",
-                 "expect_text": "312 metres", "expect_citation": ["PDF", "p. 1"]},
+                 "expect_text": "312 metres", "expect_citation": ["Source: ", "Glaciology field report", "p. 1"]},
                 {"label": "zh", "query": "翡翠湖研究站的站长是谁？", "expect_text": "林晓岚",
-                 "expect_citation": ["Project Ostrich Feather", "DOCX"], "expect_heading_once": "翡翠湖研究站"},
+                 "expect_citation": ["来源：", "Project Ostrich Feather"], "expect_heading_once": "翡翠湖研究站"},
                 {"label": "scan", "query": "Where is the Corvex boiler room key kept?",
-                 "expect_text": "locker 88", "expect_citation": ["PDF", "p. 2"]},
+                 "expect_text": "locker 88", "expect_citation": ["Source: ", "p. 2"]},
                 {"label": "picture", "query": "How much is a ferry ticket to Skellig Rock?",
-                 "expect_text": "14 euros", "expect_citation": ["IMAGE"]},
+                 "expect_text": "14 euros", "expect_citation": ["Source: "]},
             ],
             "deleted": {"query": "What torque does the Zorblatt valve need before the Quenby pump starts?",
                         "expect_text": "47 newton"},
@@ -275,7 +276,8 @@ def generate(out: str) -> dict:
         "creation_settings": {"chunking": "structure", "chunk_size": 512, "chunk_overlap": 64},
         "expect_creation_fields": ["embedding_model_uuid", "chunking", "chunk_size", "chunk_overlap"],
         "expect_retrieval_fields": ["top_k", "search_mode", "vector_weight", "score_threshold",
-                                    "rerank_model_uuid", "context_window"],
+                                    "rerank_model_uuid", "context_window", "query_log", "query_log_size",
+                                    "source_line"],
         "ingest_timeout_s": 300,
     }
     with open(p("scenario.json"), "w", encoding="utf-8") as f:

@@ -6,12 +6,15 @@ minimal runner: retrieve from the pipeline's KBs through the host, then one LLM 
 `lbp run`, registers an LLM model pointing at scripts/offline_llm.py (which records every request),
 creates a pipeline through the HTTP API with the KB bound, and sends questions through the
 pipeline's debug chat (`POST /api/v1/pipelines/<uuid>/run`: one turn through the scheduler and the
-websocket adapter the web UI's debug chat uses). Checks, one `[PASS] pipeline.<what>` line each:
-the LLM request holds the right passage together with its citation, in English and in Chinese;
-after the file is deleted its text never reaches the LLM.
+websocket adapter the web UI's debug chat uses). The fixture runner prints each result as
+LocalAgent does, `[n] text`, so whatever the model learns of a passage's source is in its content.
+Checks, one `[PASS] pipeline.<what>` line each: the LLM request holds the right passage led by its
+source line (document name, heading path, page, labelled in the passage's language), in English
+and in Chinese; after the file is deleted its text never reaches the LLM.
 
 Scenario key "pipeline" (tests/e2e/e2e_samples.py):
-  {"questions": [{"label", "query", "expect_text", "expect_citation": [substrings], "expect_heading_once"}],
+  {"questions": [{"label", "query", "expect_text", "expect_citation": [substrings of the source line],
+                  "expect_heading_once"}],
    "deleted": {"query", "expect_text"}}
 """
 from __future__ import annotations
@@ -27,7 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE_DIR = os.path.join(HERE, "fixture_runner")
 RUNNER_ID = "plugin:lucidrag/kb-preview-runner/kb_preview"
 MODEL_NAME = "retrieval-preview"
-PASSAGE = re.compile(r"^\[(\d+)\] source: (.*)$", re.M)
+PASSAGE = re.compile(r"^\[(\d+)\] ", re.M)
+# LucidRAG's source line, in the passage's language (lucidrag/retrieval/sources.py)
+SOURCE_LABELS = ("Source: ", "来源：", "來源：", "出典：")
 
 
 @dataclass
@@ -68,12 +73,15 @@ def system_prompt(request: dict) -> str:
 
 
 def passages(prompt: str) -> list[Passage]:
-    """The fixture runner writes `[i] source: <citation>` then the passage text."""
+    """The fixture runner writes `[i] ` then the result's content, whose first line is its source
+    line (empty `source` if it has none)."""
     marks = list(PASSAGE.finditer(prompt))
     out = []
     for i, m in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(prompt)
-        out.append(Passage(m.group(2).strip(), prompt[m.end():end].strip()))
+        first, _, rest = prompt[m.end():end].strip().partition("\n")
+        labelled = first.startswith(SOURCE_LABELS)
+        out.append(Passage(first if labelled else "", rest.strip() if labelled else f"{first}\n{rest}".strip()))
     return out
 
 
@@ -165,15 +173,15 @@ def check_question(stage: Stage, q: dict, label: str) -> None:
     needle = q["expect_text"].lower()
     with_text = [p for p in found if needle in p.text.lower()]
     cites = q.get("expect_citation") or []
-    right = [p for p in with_text if all(c in p.source for c in cites)]
+    right = [p for p in with_text if p.source and all(c in p.source for c in cites)]
     heading = q.get("expect_heading_once")
-    if heading:  # the heading path is said once per passage: the text's first line, not in the source
-        right = [p for p in right if p.text.split("\n", 1)[0] == heading and heading not in p.source]
+    if heading:  # the heading path is said once per passage: in the source line, not again as a line
+        right = [p for p in right if heading in p.source and p.text.split("\n", 1)[0] != heading]
     detail = (f"source '{right[0].source}', {len(found)} passages" if right else
               f"{len(with_text)} of {len(found)} passages hold '{q['expect_text']}'; sources: "
               + _short([p.source for p in found], 400))
-    stage.check(f"{label}: the LLM request holds the passage with '{q['expect_text']}' and its citation "
-                f"{' · '.join(cites)!r}", bool(right), detail)
+    stage.check(f"{label}: the LLM request holds the passage with '{q['expect_text']}' led by its source line "
+                f"with {' · '.join(cites)!r}", bool(right), detail)
     reply = (data or {}).get("reply") or ""
     stage.check(f"{label}: the bot's reply is the model's answer", q["expect_text"].lower() in reply.lower(),
                 _short(reply.replace("\n", " "), 160))

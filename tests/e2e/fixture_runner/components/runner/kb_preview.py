@@ -1,8 +1,9 @@
 """A minimal agent runner: what LocalAgent does with knowledge bases, and nothing else.
 
 For each message: retrieve from every knowledge base the pipeline granted (through the host, the
-same RETRIEVE_KNOWLEDGE_BASE action LocalAgent uses), put the passages and their citations in a
-system prompt, make one LLM call, reply with its answer. No tools, no history.
+same RETRIEVE_KNOWLEDGE_BASE action LocalAgent uses), put each passage's text in a system prompt
+as LocalAgent does (`[n] text`: no metadata reaches the model, so a source is there only when the
+content carries it), make one LLM call, reply with its answer. No tools, no history.
 """
 
 from __future__ import annotations
@@ -28,18 +29,11 @@ def passage_text(entry: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if p).strip()
 
 
-def source_label(entry: dict[str, Any], kb_name: str) -> str:
-    md = entry.get("metadata") or {}
-    # LucidRAG's citation names the document, format and page; the content starts with the
-    # heading path, so printing `heading` or `document_name` as well would say them twice.
-    return str(md.get("citation") or md.get("document_name") or f"{kb_name} #{entry.get('id', '?')}")
-
-
-def build_system_prompt(passages: list[tuple[str, str]], problems: list[str]) -> str:
+def build_system_prompt(passages: list[str], problems: list[str]) -> str:
     blocks = [INSTRUCTIONS, ""]
     if passages:
-        for i, (source, text) in enumerate(passages, 1):
-            blocks.append(f"[{i}] source: {source}\n{text}\n")
+        for i, text in enumerate(passages, 1):
+            blocks.append(f"[{i}] {text}\n")
     else:
         blocks.append(NO_PASSAGES)
     blocks.extend(f"(note: {p})" for p in problems)
@@ -50,7 +44,7 @@ class KbPreview(Runner):
     async def run(self, ctx: RunnerContext) -> AsyncGenerator[RunnerResult, None]:
         question = ctx.input.to_text()
         top_k = int(ctx.config.get("top-k") or 4)
-        passages: list[tuple[str, str]] = []
+        passages: list[str] = []
         problems: list[str] = []
         for kb in ctx.resources.knowledge_bases:
             if "retrieve" not in kb.operations:
@@ -64,7 +58,7 @@ class KbPreview(Runner):
             for entry in entries:
                 text = passage_text(entry)
                 if text:
-                    passages.append((source_label(entry, kb.kb_name or kb.kb_id), text))
+                    passages.append(text)
 
         model = ctx.config.get("model") or next((m.model_id for m in ctx.resources.models), "")
         if not model:

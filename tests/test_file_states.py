@@ -1,0 +1,336 @@
+"""What each state of a file means to someone asking the bot: a file that is still uploading, whose
+upload failed or was cut off by a crash, or that is being deleted is never an answer, in any
+search mode, and never enters the keyword index; once the upload commits it is answered.
+
+Each test drives the real component on the fake host into one of those moments (a host call held
+open with events, or failing) and asks the bot. Together they fail when any state is left out of
+what may be answered or indexed (lucidrag/state/lifecycle.py), or a transition is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag.state.storage_keys import file_record_key, index_manifest_key
+from tests import test_state_runtime
+from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import crash_during_upsert, long_text, restarted
+
+KB = "kb-states"
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+NEW_SOLAR = b"The old panels on building C were replaced by a wind turbine in 2031."
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR_QUESTION = "solar array kilowatts"
+MODES = ("vector", "keyword", "hybrid")
+
+
+# A query never waits for a held upload or delete; a broken state would make it wait for the held
+# call forever: this turns that deadlock into a failure (it is no measure of speed).
+DEADLOCK_S = 30
+
+
+async def answered_files(harness: Harness, query: str, mode: str, kb: str = KB) -> list[str]:
+    response = await asyncio.wait_for(harness.retrieve(kb, query, settings={"search_mode": mode, "top_k": 10}),
+                                      DEADLOCK_S)
+    return [entry.metadata["file_id"] for entry in response.results]
+
+
+def state_of(harness: Harness, kb: str = KB) -> Any:
+    return harness.host.engine.installation("dedicated").kb(kb)
+
+
+def held(call: Callable[..., Awaitable[Any]], when: Callable[..., bool], reached: asyncio.Event,
+         release: asyncio.Event) -> Callable[..., Awaitable[Any]]:
+    """`call`, except that a call where `when(*args)` waits for `release` before the host acts."""
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if when(*args, **kwargs):
+            reached.set()
+            await release.wait()
+        return await call(*args, **kwargs)
+    return wrapper
+
+
+async def until(event: asyncio.Event, *tasks: asyncio.Future[Any]) -> None:
+    """Wait for `event`; fail at once if one of `tasks` ends first (it never reached that moment)."""
+    waiter = asyncio.ensure_future(event.wait())
+    done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    if waiter not in done:
+        waiter.cancel()
+        raise AssertionError("the moment the test waits for never came")
+
+
+def is_record_of(file_id: str) -> Callable[..., bool]:
+    return lambda key, *_, **__: key.startswith(file_record_key(KB, file_id))
+
+
+def once(when: Callable[..., bool]) -> Callable[..., bool]:
+    seen = {"done": False}
+
+    def first(*args: Any, **kwargs: Any) -> bool:
+        if seen["done"] or not when(*args, **kwargs):
+            return False
+        seen["done"] = True
+        return True
+    return first
+
+
+@contextlib.asynccontextmanager
+async def a_kb(host: FakePlugin, files: dict[str, bytes], still_indexing: bool) -> AsyncIterator[Harness]:
+    """A KB holding `files` (and the tea note). `still_indexing`: a restarted plugin whose keyword
+    index is still being built from the records (held at reading the tea note's), so vector hits
+    of any file may be answers: only the file's state tells which are not."""
+    harness = Harness(host)
+    for file_id, data in {"tea": TEA, **files}.items():
+        await harness.ingest(KB, f"{file_id}.txt", data, document_id=file_id)
+    if not still_indexing:
+        yield harness
+        return
+    del host.storage[index_manifest_key(KB)]  # a restart without a snapshot indexes from the records
+    back = restarted(host)
+    reading, release = asyncio.Event(), asyncio.Event()
+    back.host.get_plugin_storage = held(back.host.get_plugin_storage, once(is_record_of("tea")),  # type: ignore[method-assign]
+                                        reading, release)
+    indexing = asyncio.ensure_future(back.retrieve(KB, "tea"))
+    await until(reading, indexing)
+    assert state_of(back).indexing
+    try:
+        yield back
+    finally:
+        release.set()
+        await indexing
+
+
+# Modes a query may use while the index is still being built: vector mode does not wait for it.
+def modes(still_indexing: bool) -> tuple[str, ...]:
+    return ("vector",) if still_indexing else MODES
+
+
+STILL_INDEXING = pytest.mark.parametrize("still_indexing", [False, True], ids=["settled", "still-indexing"])
+
+
+# --------------------------------------------------------------------------- uploading
+@STILL_INDEXING
+async def test_a_file_still_uploading_is_not_answered_until_its_upload_commits(host: FakePlugin, still_indexing: bool):
+    async with a_kb(host, {}, still_indexing) as harness:
+        reached, release = asyncio.Event(), asyncio.Event()
+        write = harness.host.set_plugin_storage
+        harness.host.set_plugin_storage = held(write, once(is_record_of("solar")), reached, release)  # type: ignore[method-assign]
+        upload = asyncio.ensure_future(harness.ingest(KB, "solar.txt", SOLAR, document_id="solar"))
+        await until(reached, upload)
+        try:
+            assert host.vectors_of(KB, "solar"), "its vectors are in the vector DB already"
+            for mode in modes(still_indexing):
+                assert "solar" not in await answered_files(harness, SOLAR_QUESTION, mode), mode
+        finally:
+            release.set()
+        assert (await upload).status == DocumentStatus.COMPLETED
+        for mode in modes(still_indexing):
+            assert (await answered_files(harness, SOLAR_QUESTION, mode))[0] == "solar", mode
+
+
+# --------------------------------------------------------------------------- failed uploads
+def failing_after_its_first_batch(host: FakePlugin) -> None:
+    """The upload's second vector batch fails, and so does every attempt to remove the first."""
+    upserts = {"n": 0}
+
+    def second_batch(**_: Any) -> bool:
+        upserts["n"] += 1
+        return upserts["n"] >= 2
+    host.fail("vector_upsert", when=second_batch)
+    host.fail("vector_delete")
+
+
+@STILL_INDEXING
+async def test_a_failed_upload_whose_vectors_could_not_be_removed_is_never_answered(host: FakePlugin,
+                                                                                     still_indexing: bool):
+    question = "How often is component QX-7 inspected?"
+    async with a_kb(host, {}, still_indexing) as harness:
+        failing_after_its_first_batch(harness.host)
+        result = await harness.ingest(KB, "parts.txt", long_text(400), document_id="parts",
+                                      settings={"chunk_size": 128, "chunk_overlap": 0})
+        assert result.status == DocumentStatus.FAILED
+        assert host.vectors_of(KB, "parts"), "its first batch is still in the vector DB"
+        for mode in modes(still_indexing):
+            assert "parts" not in await answered_files(harness, question, mode), mode
+        harness.host.faults.clear()
+        await harness.retrieve(KB, "tea", settings={"search_mode": "vector"})  # a later request removes them
+        assert host.vectors_of(KB, "parts") == []
+    for mode in MODES:
+        assert "parts" not in await answered_files(restarted(host), question, mode), mode
+
+
+async def test_an_upload_cut_off_by_a_crash_is_never_answered_while_its_vectors_stay(host: FakePlugin):
+    kb = test_state_runtime.KB
+    harness = Harness(host)
+    await harness.ingest(kb, "tea.txt", TEA, document_id="tea")
+    crashed = await crash_during_upsert(harness, long_text(400))
+    back = restarted(host)
+    back.host.fail("vector_delete")  # the restarted plugin cannot remove them yet
+    for mode in MODES:
+        assert crashed not in await answered_files(back, "How often is component QX-7 inspected?", mode, kb), mode
+    assert back.host.vectors_of(kb, crashed)
+    back.host.faults.clear()
+    await back.retrieve(kb, "tea")
+    assert back.host.vectors_of(kb, crashed) == []
+
+
+# --------------------------------------------------------------------------- deleting
+@STILL_INDEXING
+@pytest.mark.parametrize("record_deleted", [True, False], ids=["deleted", "record-delete-failed"])
+async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answer(
+        host: FakePlugin, record_deleted: bool, still_indexing: bool):
+    async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
+        if not record_deleted:
+            harness.host.fail("delete_plugin_storage", when=is_record_of("solar"))
+        searched, deleted = asyncio.Event(), asyncio.Event()
+        search = harness.host.vector_search
+
+        async def search_then_wait(*args: Any, **kwargs: Any) -> Any:
+            results = await search(*args, **kwargs)  # the file's vectors are among the results
+            searched.set()
+            await deleted.wait()
+            return results
+
+        harness.host.vector_search = search_then_wait  # type: ignore[method-assign]
+        for mode in modes(still_indexing) if still_indexing else ("vector", "hybrid"):
+            searched.clear(), deleted.clear()
+            query = asyncio.ensure_future(
+                harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10}))
+            await until(searched, query)
+            try:
+                ok = await harness.component.delete_document(KB, "solar")
+            finally:
+                deleted.set()
+            response = await query
+            assert ok is record_deleted  # a failed record delete: LangBot keeps the file, it is deleted again
+            assert "solar" not in [entry.metadata["file_id"] for entry in response.results], mode
+        harness.host.vector_search = search  # type: ignore[method-assign]
+        harness.host.faults.clear()
+        assert await harness.component.delete_document(KB, "solar") is True
+    for mode in MODES:
+        assert "solar" not in await answered_files(restarted(host), SOLAR_QUESTION, mode), mode
+
+
+# --------------------------------------------------------------------------- the keyword index
+async def _reupload_held_at_its_vectors(back: Harness, changed: asyncio.Event) -> None:
+    release = asyncio.Event()
+    back.host.vector_upsert = held(back.host.vector_upsert, lambda *a, **k: True, changed, release)  # type: ignore[method-assign]
+    upload = asyncio.ensure_future(back.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar"))
+    back.pending = (upload, release)  # type: ignore[attr-defined]
+    await until(changed, upload)
+
+
+async def _reupload_failing_with_its_vectors_left(back: Harness, changed: asyncio.Event) -> None:
+    back.host.fail("vector_upsert")
+    back.host.fail("vector_delete")
+    result = await back.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
+    assert result.status == DocumentStatus.FAILED
+    changed.set()
+
+
+async def _delete(back: Harness, changed: asyncio.Event) -> None:
+    try:
+        await back.component.delete_document(KB, "solar")
+    finally:
+        changed.set()
+
+
+async def _delete_whose_record_stays(back: Harness, changed: asyncio.Event) -> None:
+    back.host.fail("delete_plugin_storage", when=is_record_of("solar"))
+    await _delete(back, changed)
+
+
+@pytest.mark.parametrize("meanwhile", [_reupload_held_at_its_vectors, _reupload_failing_with_its_vectors_left,
+                                       _delete, _delete_whose_record_stays],
+                         ids=["re-uploading", "re-upload-failed", "deleted", "record-delete-failed"])
+async def test_a_file_that_changes_while_a_restart_indexes_it_is_not_indexed_from_its_old_record(
+        harness: Harness, host: FakePlugin, meanwhile: Callable[[Harness, asyncio.Event], Awaitable[None]]):
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    del host.storage[index_manifest_key(KB)]  # a restart without a snapshot indexes from the records
+    back = restarted(host)
+    reading, changed = asyncio.Event(), asyncio.Event()
+    read = back.host.get_plugin_storage
+
+    async def slow_read(key: str) -> Any:
+        value = await read(key)
+        if is_record_of("solar")(key) and not reading.is_set():  # the indexing's read
+            reading.set()
+            await changed.wait()  # the file changes between reading its record and indexing it
+        return value
+
+    back.host.get_plugin_storage = slow_read  # type: ignore[method-assign]
+
+    indexing = asyncio.ensure_future(back.retrieve(KB, "tea"))
+    await until(reading, indexing)
+    try:
+        await meanwhile(back, changed)
+    finally:
+        changed.set()
+    await indexing
+    back.host.faults.clear()
+    assert "solar" not in state_of(back).index, "the old record was indexed"
+    assert "solar" not in await answered_files(back, SOLAR_QUESTION, "keyword")
+    pending = getattr(back, "pending", None)
+    if pending is not None:  # the re-upload commits: its new text is what is found
+        upload, release = pending
+        release.set()
+        assert (await upload).status == DocumentStatus.COMPLETED
+        assert await answered_files(back, "wind turbine 2031", "keyword") == ["solar"]
+        assert "solar" not in await answered_files(back, SOLAR_QUESTION, "keyword")
+
+
+# --------------------------------------------------------------------------- committed
+async def test_a_completed_file_whose_record_storage_refused_is_answered_now_and_after_a_restart(
+        harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    host.fail("set_plugin_storage", when=is_record_of("solar"))
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    for mode in MODES:
+        assert (await answered_files(harness, SOLAR_QUESTION, mode))[0] == "solar", mode
+    host.faults.clear()
+    await harness.retrieve(KB, "tea")  # a later request saves the record
+    storage_writes = host.calls["set_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["set_plugin_storage"] == storage_writes, "nothing is left to save"
+    for mode in MODES:
+        assert (await answered_files(restarted(host), SOLAR_QUESTION, mode))[0] == "solar", mode
+
+
+async def test_an_upload_that_wrote_every_vector_before_a_crash_is_answered_after_the_restart(
+        harness: Harness, host: FakePlugin):
+    from lucidrag.state.store import JournalEntry, KbStore
+
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    solar = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    for key in [k for k in host.storage if is_record_of("solar")(k)]:  # the crash came before its record
+        del host.storage[key]
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("solar", solar.chunks_created))
+    back = restarted(host)
+    await back.retrieve(KB, "tea")  # the restart adopts the complete upload
+    for mode in MODES:
+        assert (await answered_files(back, SOLAR_QUESTION, mode))[0] == "solar", mode
+
+
+async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "kettle.txt", b"Descale the kettle every month.", document_id="kettle")
+    assert await harness.component.delete_document(KB, "kettle") is True
+    deletes = host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["delete_plugin_storage"] == deletes, "a deletion that succeeded is not repeated"
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    host.fail("delete_plugin_storage", when=is_record_of("solar"))
+    assert await harness.component.delete_document(KB, "solar") is False
+    host.faults.clear()
+    await harness.retrieve(KB, "tea")  # a later request deletes the record
+    deletes = host.calls["delete_plugin_storage"]
+    await harness.retrieve(KB, "tea")
+    assert host.calls["delete_plugin_storage"] == deletes, "nothing is left to delete"
+    assert await harness.component.delete_document(KB, "solar") is True

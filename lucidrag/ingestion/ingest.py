@@ -214,13 +214,12 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, sto
     """An upload of a document id failed before writing anything: LangBot shows the file as
     failed, so an earlier version of it (the same id uploaded before) is no answer any more either.
     Best effort within `deadlines.rollback`; a failure leaves it to a later delete."""
-    if state.writes.closed:
+    if state.writes.closed or not state.has_committed(request.document_id):
         return
     with until(deadlines.rollback):
         try:
-            if await state.is_stored(store, request.document_id):
-                await state.delete_file(store, request.document_id, lambda: with_retries(
-                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
+            await state.delete_file(store, request.document_id, lambda: with_retries(
+                lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
         except Exception as error:  # noqa: BLE001 - logged for the operator
             logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed (%s)",
                            request.kb_id, request.document_id, describe(error))

@@ -283,6 +283,12 @@ class KnowledgeBaseState:
             self.seed(snapshot)
         return file_id in (self.stored_ids or ()) or self._may_have_vectors(file_id)
 
+    def has_committed(self, file_id: str) -> bool:
+        """Whether this process knows the file as committed (indexed, to be indexed, or with a
+        stored record) in a collection that exists: a version of it may be answered."""
+        return not self.fresh and (file_id in self.index or file_id in self.to_index
+                                   or file_id in (self.stored_ids or ()) or self.files.state(file_id) is FileState.UNSAVED)
+
     def _may_have_vectors(self, file_id: str) -> bool:
         """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
         return file_id in self.files and self.files.state(file_id) is not FileState.DELETED

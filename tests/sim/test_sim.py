@@ -4,17 +4,19 @@ batches, plus every shrunk regression history. `scripts/sim.py --seeds N` runs t
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
 from tests.sim.history import generate, run_history
-from tests.sim.regressions import OPEN_DEFECTS, REGRESSIONS
+from tests.sim.regressions import OPEN_DEFECTS, OPEN_IN_RANDOM_HISTORIES, REGRESSIONS
 
 CI_SEEDS = 200
 BATCH = 25
-# While regressions.OPEN_DEFECTS names defects not fixed yet, every batch has seeds that fail.
-RANDOM_BATCHES_FAIL = pytest.mark.xfail(condition=bool(OPEN_DEFECTS), strict=True,
-                                        reason="open state defects: " + "; ".join(sorted(set(OPEN_DEFECTS.values()))))
+
+
+def explained_by_an_open_defect(violation: str) -> bool:
+    return any(re.search(pattern, violation) for pattern in OPEN_IN_RANDOM_HISTORIES)
 
 
 @pytest.fixture(autouse=True)
@@ -24,13 +26,14 @@ def quiet() -> None:
     logging.disable(logging.NOTSET)
 
 
-@RANDOM_BATCHES_FAIL
 @pytest.mark.parametrize("first", range(0, CI_SEEDS, BATCH))
 def test_random_histories_keep_every_invariant(first: int) -> None:
+    """Every invariant, except violations that a listed open defect explains
+    (regressions.OPEN_IN_RANDOM_HISTORIES)."""
     failures = {}
     for seed in range(first, first + BATCH):
         violation = run_history(generate(seed))
-        if violation is not None:
+        if violation is not None and not explained_by_an_open_defect(str(violation)):
             failures[seed] = str(violation)
     assert not failures, "\n".join(f"seed {s}: {v} (python scripts/sim.py --seed {s} --shrink)"
                                     for s, v in failures.items())

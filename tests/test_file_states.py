@@ -186,8 +186,9 @@ async def test_an_upload_cut_off_by_a_crash_is_never_answered_while_its_vectors_
 async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answer(
         host: FakePlugin, record_deleted: bool, still_indexing: bool):
     async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
-        if not record_deleted:
+        if not record_deleted:  # neither the record's delete nor its tombstone (journal entry) takes
             harness.host.fail("delete_plugin_storage", when=is_record_of("solar"))
+            harness.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/journal/solar"))
         searched, deleted = asyncio.Event(), asyncio.Event()
         search = harness.host.vector_search
 
@@ -327,6 +328,7 @@ async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: Fa
     assert host.calls["delete_plugin_storage"] == deletes, "a deletion that succeeded is not repeated"
     await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
     host.fail("delete_plugin_storage", when=is_record_of("solar"))
+    host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/journal/solar"))  # no tombstone either
     assert await harness.component.delete_document(KB, "solar") is False
     host.faults.clear()
     await harness.retrieve(KB, "tea")  # a later request deletes the record

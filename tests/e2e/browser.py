@@ -13,7 +13,9 @@ attach LucidRAG and the runner itself. Then it clicks through:
   file list -> (--drop-file) a picture dragged onto the upload box (the file picker does not offer
   pictures) is read by OCR and Retrieve Test finds its text -> Retrieve Test finds the good file's
   passage -> a pipeline with the KB bound answers in
-  its debug chat with that passage -> Plugin Pages -> LucidRAG Console shows the broken file's reason.
+  its debug chat with that passage -> Retrieve Test with a 0.99 score threshold finds nothing for a
+  nonsense question -> Plugin Pages -> LucidRAG Console shows the broken file's reason, lists the
+  questions asked (the nonsense one marked nothing found), in English and in Chinese.
 
 One `[PASS] browser.<what>` / `[FAIL] browser.<what>` line per step, a screenshot per step in
 --shots (git-ignored .e2e-artifacts/browser/ by default), last line `N passed, M failed`.
@@ -359,11 +361,34 @@ class Journey:
             ok, detail = False, f"questions view not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         self.step("console: the questions asked are listed, the unanswered one marked nothing found", ok, detail,
                   must=False)
+
+    def analytics_zh(self, kb_uuid: str, nothing: str) -> None:
+        """The same view with LangBot in Simplified Chinese (LangBot keeps its language in
+        localStorage `langbot_language`; the console follows the language LangBot gives it)."""
+        p = self.page
+        console_url = p.url
+        p.evaluate("() => localStorage.setItem('langbot_language', 'zh-Hans')")
+        detail = ""
         try:
-            body.locator("[data-testid=questions-table]").scroll_into_view_if_needed()
-            self.shot("console-questions-table")
-        except Exception:  # noqa: BLE001  the step above already reported
-            pass
+            p.goto(console_url)
+            frame = p.frame_locator("iframe").first
+            body = frame.locator("body")
+            select = body.locator("[data-testid=kb-select]")
+            select.locator("option").first.wait_for(state="attached", timeout=30_000)
+            select.select_option(value=kb_uuid)
+            row = body.locator("[data-testid=question-row][data-nothing-found=true]").filter(has_text=nothing)
+            badge = row.locator("[data-testid=question-nothing-found]").first
+            badge.wait_for(timeout=30_000)
+            body.locator("[data-testid=analytics]").scroll_into_view_if_needed()
+            lang = frame.locator("html").get_attribute("lang")
+            marked = badge.inner_text().strip()
+            ok = lang == "zh-Hans" and re.search(r"[\u4e00-\u9fff]", marked) is not None
+            detail = f"html lang={lang}; '{short(nothing, 30)}' marked '{marked}'"
+        except Exception as e:  # noqa: BLE001  the screenshot shows what was there instead
+            ok, detail = False, f"questions view not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        finally:
+            p.evaluate("() => localStorage.setItem('langbot_language', 'en-US')")
+        self.step("console in Chinese: the unanswered question marked nothing found (ZH)", ok, detail, must=False)
 
 
 def attach(api: Api, args) -> tuple[PluginProc, PluginProc]:
@@ -463,6 +488,7 @@ def main() -> int:
                 if args.drop_file:
                     asked[args.drop_query] = 1
                 j.analytics(asked, args.nothing_query)
+                j.analytics_zh(kb_uuid, args.nothing_query)
             else:
                 print("SKIPPED browser.console: this checkout has no Page component (manifest.yaml), so there "
                       "is no LucidRAG console to open", flush=True)

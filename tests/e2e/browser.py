@@ -13,7 +13,9 @@ attach LucidRAG and the runner itself. Then it clicks through:
   file list -> (--drop-file) a picture dragged onto the upload box (the file picker does not offer
   pictures) is read by OCR and Retrieve Test finds its text -> Retrieve Test finds the good file's
   passage -> a pipeline with the KB bound answers in
-  its debug chat with that passage -> Plugin Pages -> LucidRAG Console shows the broken file's reason.
+  its debug chat with that passage -> Retrieve Test with a 0.99 score threshold finds nothing for a
+  nonsense question -> Plugin Pages -> LucidRAG Console shows the broken file's reason, lists the
+  questions asked (the nonsense one marked nothing found), in English and in Chinese.
 
 One `[PASS] browser.<what>` / `[FAIL] browser.<what>` line per step, a screenshot per step in
 --shots (git-ignored .e2e-artifacts/browser/ by default), last line `N passed, M failed`.
@@ -81,6 +83,7 @@ class Journey:
     def __init__(self, page, args, shots: str) -> None:
         self.page, self.args, self.shots = page, args, shots
         self.n = 0
+        self.kb_url = ""
 
     def shot(self, name: str) -> str:
         self.n += 1
@@ -161,6 +164,7 @@ class Journey:
         p.get_by_role("button", name="Save", exact=True).click()
         saved = self.wait_text("updated successfully", 20_000)
         kb_uuid = p.url.split("id=")[-1].split("&")[0]
+        self.kb_url = p.url
         self.step(f"KB form, step 2: embedding model '{self.args.embed_model}' saved", saved, f"kb {kb_uuid}")
         return kb_uuid
 
@@ -291,6 +295,101 @@ class Journey:
             ok, detail = False, f"row {bad_id[:8] or '?'} not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         self.step(f"console, KB {kb_name}: the broken {bad_name} shows its reason and what to do", ok, detail)
 
+    def retrieve_nothing(self, api: Api, kb_uuid: str, query: str) -> None:
+        """A question the KB has no answer to: its score threshold raised to 0.99 (the field of the
+        KB form, saved through the API as that form's Save does), then Retrieve Test in the web UI,
+        whose answer (read off the network) has no result; the threshold goes back afterwards."""
+        p = self.page
+        s, b = api.call("GET", f"/api/v1/knowledge/bases/{kb_uuid}")
+        base = (b.get("data") or {}).get("base") or {} if ok_body(s, b) else {}
+        saved = dict(base.get("retrieval_settings") or {})
+
+        def put(settings: dict) -> bool:
+            s, b = api.call("PUT", f"/api/v1/knowledge/bases/{kb_uuid}", {
+                "name": base.get("name"), "description": base.get("description") or "", "emoji": base.get("emoji"),
+                "knowledge_engine_plugin_id": base.get("knowledge_engine_plugin_id"),
+                "creation_settings": base.get("creation_settings") or {}, "retrieval_settings": settings})
+            return ok_body(s, b)
+
+        if not (base and put(dict(saved, score_threshold=0.99))):
+            self.step("score threshold 0.99 saved for the nothing-found question", False, short(b), must=False)
+            return
+        results: list | None = None
+        try:
+            p.goto(self.kb_url)
+            p.get_by_text("Retrieve Test", exact=True).first.click()
+            p.get_by_placeholder("Enter query text...").fill(query)
+            with p.expect_response(lambda r: r.url.endswith(f"/knowledge/bases/{kb_uuid}/retrieve"),
+                                   timeout=30_000) as answer:
+                p.get_by_role("button", name="Query").click()
+            results = ((answer.value.json().get("data") or {}).get("results"))
+            p.wait_for_timeout(500)
+        finally:
+            restored = put(saved)
+        self.step(f"Retrieve Test with score threshold 0.99: '{query}' finds nothing (threshold restored after)",
+                  results == [] and restored, f"{len(results) if results is not None else '?'} results", must=False)
+
+    def analytics(self, questions: dict[str, int], nothing: str) -> None:
+        """In the open console: the KB's "Questions asked" view lists every question the journey
+        asked through LangBot (Retrieve Test and the pipeline's debug chat), each as often as it was
+        asked (`questions`: text -> times), the one without an answer marked "nothing found" and
+        counted in the summary."""
+        body = self.page.frame_locator("iframe").first.locator("body")
+        view = body.locator("[data-testid=analytics]")
+        shown: dict[str, str] = {}
+        times: dict[str, int] = {}
+        detail = ""
+        try:
+            body.locator("[data-testid=question-row]").first.wait_for(timeout=30_000)
+            view.scroll_into_view_if_needed()
+            for row in body.locator("[data-testid=question-row]").all():
+                text = row.locator("[data-testid=question-text]").inner_text().strip()
+                flag = "nothing" if row.get_attribute("data-nothing-found") == "true" else "found"
+                if flag == "nothing" and not row.locator("[data-testid=question-nothing-found]").is_visible():
+                    flag = "nothing (no badge)"
+                if shown.setdefault(text, flag) != flag:
+                    shown[text] = "found and nothing"
+                times[text] = times.get(text, 0) + 1
+            stat = body.locator("[data-testid=stat-nothing-found]").inner_text()
+            missing = [q for q, n in questions.items() if times.get(q, 0) < n]
+            ok = (not missing and all(shown[q] == "found" for q in questions)
+                  and shown.get(nothing) == "nothing" and "(1)" in stat)
+            detail = (f"{sum(times.values())} rows: " + "; ".join(f"{short(q, 40)} x{times[q]} -> {f}"
+                                                                 for q, f in shown.items())
+                      + f"; {short(stat, 60)}" + (f"; missing: {missing}" if missing else ""))
+        except Exception as e:  # noqa: BLE001  the screenshot shows what was there instead
+            ok, detail = False, f"questions view not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        self.step("console: the questions asked are listed, the unanswered one marked nothing found", ok, detail,
+                  must=False)
+
+    def analytics_zh(self, kb_uuid: str, nothing: str) -> None:
+        """The same view with LangBot in Simplified Chinese (LangBot keeps its language in
+        localStorage `langbot_language`; the console follows the language LangBot gives it)."""
+        p = self.page
+        console_url = p.url
+        p.evaluate("() => localStorage.setItem('langbot_language', 'zh-Hans')")
+        detail = ""
+        try:
+            p.goto(console_url)
+            frame = p.frame_locator("iframe").first
+            body = frame.locator("body")
+            select = body.locator("[data-testid=kb-select]")
+            select.locator("option").first.wait_for(state="attached", timeout=30_000)
+            select.select_option(value=kb_uuid)
+            row = body.locator("[data-testid=question-row][data-nothing-found=true]").filter(has_text=nothing)
+            badge = row.locator("[data-testid=question-nothing-found]").first
+            badge.wait_for(timeout=30_000)
+            body.locator("[data-testid=analytics]").scroll_into_view_if_needed()
+            lang = frame.locator("html").get_attribute("lang")
+            marked = badge.inner_text().strip()
+            ok = lang == "zh-Hans" and re.search(r"[\u4e00-\u9fff]", marked) is not None
+            detail = f"html lang={lang}; '{short(nothing, 30)}' marked '{marked}'"
+        except Exception as e:  # noqa: BLE001  the screenshot shows what was there instead
+            ok, detail = False, f"questions view not shown: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        finally:
+            p.evaluate("() => localStorage.setItem('langbot_language', 'en-US')")
+        self.step("console in Chinese: the unanswered question marked nothing found (ZH)", ok, detail, must=False)
+
 
 def attach(api: Api, args) -> tuple[PluginProc, PluginProc]:
     s, b = api.call("GET", "/api/v1/plugins/debug-info")
@@ -327,6 +426,8 @@ def main() -> int:
     ap.add_argument("--bad-reason", default="This PDF is damaged", help="text of the broken file's reason")
     ap.add_argument("--query", default="What torque does the Zorblatt valve need?")
     ap.add_argument("--expect", default="47 newton-metres")
+    ap.add_argument("--nothing-query", default="Xylqorbeth vrenmuzzle quantaflux",
+                    help="asked with a 0.99 score threshold: finds nothing")
     ap.add_argument("--drop-file", default="", help="a picture to drag onto the upload box (OCR)")
     ap.add_argument("--drop-query", default="")
     ap.add_argument("--drop-expect", default="")
@@ -380,8 +481,14 @@ def main() -> int:
                 j.retrieve_test(args.drop_query, args.drop_expect)
             j.retrieve_test(args.query, args.expect)
             j.pipeline("browser-e2e", args.query, args.expect)
+            j.retrieve_nothing(api, kb_uuid, args.nothing_query)
             if args.console == "yes" or (args.console == "auto" and has_page):
                 j.console(api, kb_uuid, "browser-e2e", os.path.basename(args.bad_file), args.bad_reason)
+                asked = {args.query: 2}  # Retrieve Test and the debug chat
+                if args.drop_file:
+                    asked[args.drop_query] = 1
+                j.analytics(asked, args.nothing_query)
+                j.analytics_zh(kb_uuid, args.nothing_query)
             else:
                 print("SKIPPED browser.console: this checkout has no Page component (manifest.yaml), so there "
                       "is no LucidRAG console to open", flush=True)

@@ -152,8 +152,9 @@ def _journey(backend: str, db: str, scores_file: Path, tmp_path: Path, capsys) -
 def test_browser_journey():
     """The web UI in Chromium (tests/e2e/browser.py), run inside the Chroma journey above: log in,
     create a LucidRAG KB through the two-step form, upload a good and a broken file, Retrieve Test,
-    bind the KB to a pipeline and ask in its debug chat, read the broken file's reason in the
-    LucidRAG console. SKIPPED with the reason when the browser cannot run here."""
+    bind the KB to a pipeline and ask in its debug chat, ask a question that finds nothing, read the
+    broken file's reason and the questions asked (that one marked nothing found) in the LucidRAG
+    console. SKIPPED with the reason when the browser cannot run here."""
     lines = RUN_LINES.get("chroma")
     if lines is None:
         pytest.skip("browser E2E runs inside the Chroma journey, which did not run: "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,10 +98,13 @@ def advice_for(reason: str) -> tuple[str, str]:
 
 
 class Console:
-    def __init__(self, host: ConsoleHost, engine: Engine, installation_id: str) -> None:
+    def __init__(self, host: ConsoleHost, engine: Engine, installation_id: str,
+                 creation_schema: Sequence[Mapping[str, Any]] = ()) -> None:
+        """`creation_schema`: the engine's `spec.creation_schema` (the labels LangBot's form shows)."""
         self.host = host
         self.engine = engine
         self.installation_id = installation_id
+        self.creation_schema = creation_schema
         self._keys: list[str] | None = None
 
     async def handle(self, endpoint: str, body: Any) -> dict[str, Any]:
@@ -204,7 +207,7 @@ class Console:
             "files": files,
             "files_not_listed": max(0, len(known) - len(listed)),
             "health": _health(state, interrupted, len(failures)),
-            "settings": _settings_view(settings),
+            "settings": _settings_view(settings, self.creation_schema),
         }
 
     async def chunks(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -408,6 +411,8 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
         "reason": "",
         "advice": "",
         "advice_key": "",
+        "langbot_file": record.upload_key,  # the name LangBot's file list shows ("" in older records)
+        "removal": "",  # LangBot deletes it; a file it shows as interrupted is removed apart from the rows
     }
     if status == "unsaved":
         row["reason"] = "Searchable, but its record could not be saved in plugin storage."
@@ -428,12 +433,12 @@ def _interrupted_row(file_id: str) -> dict[str, Any]:
     return {"file_id": file_id, "title": "", "format": "", "status": "interrupted", "chunks": 0, "pages": "",
             "reason": "The plugin stopped while this file was being written (LangBot shows it as interrupted).",
             "advice": "Remove the vectors it left (button), then upload the file again. LangBot itself refuses "
-            "to delete an interrupted file.", "advice_key": "interrupted"}
+            "to delete an interrupted file.", "advice_key": "interrupted", "langbot_file": "", "removal": "interrupted"}
 
 
 def _ingesting_row(file_id: str) -> dict[str, Any]:
     return {"file_id": file_id, "title": "", "format": "", "status": "ingesting", "chunks": 0, "pages": "",
-            "reason": "", "advice": "", "advice_key": ""}
+            "reason": "", "advice": "", "advice_key": "", "langbot_file": "", "removal": ""}
 
 
 def _failure_row(failure: FailureRecord) -> dict[str, Any]:
@@ -451,6 +456,7 @@ def _failure_row(failure: FailureRecord) -> dict[str, Any]:
         "failed_at": failure.failed_at,
         "langbot_file": failure.upload_key,  # the name LangBot's file list shows for this upload
         "size": failure.size,
+        "removal": "",  # no vectors; LangBot deletes a failed file itself
     }
 
 
@@ -472,11 +478,28 @@ def _problem(problem: SettingProblem) -> dict[str, Any]:
     return {"name": problem.name, "value": problem.value, "valid": problem.valid, "message": problem.message}
 
 
-def _settings_view(saved: Mapping[str, Any] | None) -> dict[str, Any]:
+MODEL_SELECTORS = ("embedding-model-selector", "llm-model-selector", "rerank-model-selector")
+
+
+def _settings_view(saved: Mapping[str, Any] | None, schema: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The creation settings, each with the label LangBot's form gave it (per language) and, for a
+    choice, its option's label. A model is shown by LangBot's id of it: the SDK has no call that
+    names an embedding or vision model (`get_llm_models` lists bare ids of chat models only)."""
     if saved is None:
-        return {"known": False, "values": {}, "problems": []}
+        return {"known": False, "values": {}, "labels": {}, "problems": []}
     values = {**CREATION_DEFAULTS, **{k: v for k, v in saved.items() if v is not None}}
-    return {"known": True, "values": values, "problems": [_problem(p) for p in creation_problems(saved)]}
+    fields = {str(f.get("name")): f for f in schema}
+    labels: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        spec = fields.get(name)
+        if spec is None:
+            continue
+        option = next((o for o in spec.get("options") or [] if o.get("name") == value), None)
+        labels[name] = {"label": dict(spec.get("label") or {}),
+                        "value_label": dict(option.get("label") or {}) if option else {},
+                        "model_id": spec.get("type") in MODEL_SELECTORS}
+    return {"known": True, "values": values, "labels": labels,
+            "problems": [_problem(p) for p in creation_problems(saved)]}
 
 
 def _hit_row(hit: Hit) -> dict[str, Any]:

@@ -342,7 +342,8 @@ async def test_every_result_carries_a_human_document_name(harness: Harness, host
     await harness.ingest(KB, "notes.txt", b"The inverter manual says to reset it with the red button.")
     response = await harness.retrieve(KB, "inverter warranty reset")
     names = {e.content[0].text[:20]: e.metadata["document_name"] for e in response.results}
-    assert set(names.values()) == {"Warranty Terms 2026", f"TEXT file, {today()}"}
+    titled, untitled = sorted(set(names.values()), key=lambda name: name.startswith("TEXT file"))
+    assert titled == "Warranty Terms 2026" and re.fullmatch(rf"TEXT file, {today()} \d\d:\d\d:\d\d UTC", untitled)
 
 
 def test_titles_come_from_file_metadata(tmp_path):
@@ -376,16 +377,49 @@ def test_titles_come_from_file_metadata(tmp_path):
     assert parse_file(buffer.getvalue(), "a.pdf").title == "安装手册"
 
 
-def test_document_name_prefers_title_then_heading_then_format_and_date():
-    from datetime import date
-
+def test_document_name_prefers_title_then_heading_then_format_and_time():
     from lucidrag.ingestion.document import Document, Section, document_name
 
-    day = date(2026, 12, 3)
+    at = datetime(2026, 12, 3, 14, 3, 12, tzinfo=timezone.utc)
     sections = (Section("body", ("Chapter 1",)),)
-    assert document_name(Document(sections, "docx", title="Microsoft Word - Handbook"), day) == "Handbook"
-    assert document_name(Document(sections, "docx", title="Untitled"), day) == "Chapter 1"
-    assert document_name(Document((Section("body"),), "csv"), day) == "CSV file, 2026-12-03"
+    assert document_name(Document(sections, "docx", title="Microsoft Word - Handbook"), at) == "Handbook"
+    assert document_name(Document(sections, "docx", title="Untitled"), at) == "Chapter 1"
+    assert document_name(Document((Section("body"),), "csv"), at) == "CSV file, 2026-12-03 14:03:12 UTC"
+
+
+def test_two_untitled_pictures_of_one_day_get_different_names():
+    from lucidrag.ingestion.document import Document, Section, document_name
+
+    picture = Document((Section("The car park closes at eight in the evening."),), "image")
+    morning = document_name(picture, datetime(2026, 12, 4, 9, 0, 1, tzinfo=timezone.utc))
+    later = document_name(picture, datetime(2026, 12, 4, 9, 0, 2, tzinfo=timezone.utc))
+    assert morning == "IMAGE file, 2026-12-04 09:00:01 UTC" and later != morning
+
+
+@pytest.mark.parametrize(("ocr_text", "title"), [
+    ("Parking notice\nCars parked after 8 pm are towed at the owner's cost.", "Parking notice"),
+    ("停车场通知\n晚上八点后停放的车辆将被拖走。", "停车场通知"),
+    ("Cars parked after 8 pm are towed.\nParking notice", ""),  # a sentence first: no title
+    ("Please read the following rules before you park your car in the lot", ""),  # too long to be a title
+    ("Opening hours:\nMon-Fri 9-17", ""),  # a label, not a title
+    ("|||\nParking notice", ""),  # OCR noise first
+    ("12\nParking notice", ""),
+])
+def test_a_pictures_first_ocr_line_names_it_only_when_it_reads_as_a_title(ocr_text: str, title: str):
+    from lucidrag.ingestion.parsing.ocr import title_from
+
+    assert title_from(ocr_text) == title
+
+
+async def test_an_untitled_picture_is_named_by_type_and_time_to_the_second(harness: Harness, host, page):
+    from tests import ocr_samples
+
+    await create_kb(harness, host)
+    png = ocr_samples.image_bytes(ocr_samples.render(["Cars parked after eight in the evening are towed away."]))
+    result = await harness.ingest(KB, "photo.png", png)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    title = rows(await api(page, "/kb", kb_id=KB))[result.document_id]["title"]
+    assert re.fullmatch(r"IMAGE file, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", title), title
 
 
 def test_records_stored_before_names_existed_still_load():
@@ -395,6 +429,7 @@ def test_records_stored_before_names_existed_still_load():
     assert record.name == "" and record.chunks[0].text == "hello"
     again = FileRecord.from_bytes(FileRecord(record.file_id, record.format, record.chunks, name="Doc").to_bytes())
     assert again.name == "Doc" and again.chunks[0].document_name == "Doc"
+    assert record.upload_key == "" and again.upload_key == ""
 
 
 # ---------------------------------------------------------------------- the Page as LangBot loads it
@@ -563,3 +598,71 @@ async def test_a_file_adopted_after_a_crash_that_langbot_shows_interrupted_can_b
     assert removed == {"removed": "adopted"}
     assert host.vectors_of(KB, "adopted") == [] and file_record_key(KB, "adopted") not in host.storage
     assert not any("Tieguanyin" in t for t in await back.texts(KB, "Tieguanyin cultivar", settings={"search_mode": "keyword"}))
+
+
+# ---------------------------------------------------------------------- a console a newcomer can trust
+def langbot_keys(host: ConsoleHost) -> dict[str, str]:
+    """LangBot's storage key of each upload (the name its file list shows), by extension."""
+    return {path.rsplit(".", 1)[-1]: path.rsplit("/", 1)[-1] for path in host.files}
+
+
+async def test_every_file_row_names_langbots_storage_key_also_after_a_restart(harness: Harness, host, page):
+    await create_kb(harness, host)
+    text = await harness.ingest(KB, "solar.txt", SOLAR)
+    docx = await harness.ingest(KB, "g.docx", samples.docx_bytes())
+    failed = await harness.ingest(KB, "locked.pdf", samples.encrypted_pdf_bytes())
+    keys = langbot_keys(host)
+    expected = {text.document_id: keys["txt"], docx.document_id: keys["docx"], failed.document_id: keys["pdf"]}
+    assert {fid: r["langbot_file"] for fid, r in rows(await api(page, "/kb", kb_id=KB)).items()} == expected
+    _, page2, _ = restarted_console(host)  # the key is kept in plugin storage, not only in memory
+    assert {fid: r["langbot_file"] for fid, r in rows(await api(page2, "/kb", kb_id=KB)).items()} == expected
+
+
+def test_the_file_filter_matches_langbots_storage_key():
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    matched = re.search(r"function fileText\(f\) \{(.*?)\n  \}", html, re.S)
+    assert matched and "f.langbot_file" in matched.group(1) and "f.title" in matched.group(1)
+    assert 'data-testid="files-filter"' in html and "renderFiles(state.detail.files)" in html
+
+
+async def test_healthy_rows_offer_no_removal_only_rows_langbot_cannot_delete_do(harness: Harness, host, page):
+    await create_kb(harness, host)
+    ready = await harness.ingest(KB, "a.txt", SOLAR)
+    failed = await harness.ingest(KB, "locked.pdf", samples.encrypted_pdf_bytes())
+    stuck = str(uuid.uuid4())
+    host.storage[journal_key(KB, stuck)] = b"{}"
+    await host.vector_upsert(KB, [[0.1] * 64], [str(uuid.uuid4())], [{"file_id": stuck, "text": "half"}])
+    files = rows(await api(page, "/kb", kb_id=KB))
+    assert {fid: r["removal"] for fid, r in files.items()} == {ready.document_id: "", failed.document_id: "",
+                                                               stuck: "interrupted"}
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    render = re.search(r"function renderFiles\(files\) \{(.*?)\n  \}", html, re.S)
+    assert render and "f.removal === 'interrupted'" in render.group(1)
+    assert "f.status === 'ready'" not in render.group(1)  # no removal button on a healthy row
+
+
+def test_a_removal_is_confirmed_inline_naming_the_file_and_what_stays_in_langbot():
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    assert not re.search(r"(^|[^\w])confirm\(", html)  # no modals in LangBot's iframe
+    blocks = dict(re.findall(r"\n    (en_US|zh_Hans): \{(.*?)\n    \}", html, re.S))
+    for lang, stays in (("en_US", "entry for the file stays"), ("zh_Hans", "文件条目仍留在")):
+        text = re.search(r"confirmInterrupted: '([^']*)'", blocks[lang]).group(1)
+        assert "{name}" in text and "{key}" in text and stays in text, lang
+        assert "{name}" in re.search(r"confirmOrphan: '([^']*)'", blocks[lang]).group(1)
+    # the button only opens the confirmation; the removal runs from its "Remove" button
+    button = re.search(r"function removeButton\(.*?\n  \}", html, re.S).group(0)
+    assert "askToConfirm(" in button and "call(" not in button
+
+
+async def test_settings_show_labels_in_both_languages_and_the_model_by_its_id(harness: Harness, host, page):
+    await create_kb(harness, host, chunking="parent_child")
+    settings = (await api(page, "/kb", kb_id=KB))["settings"]
+    labels = settings["labels"]
+    assert labels["chunking"]["label"] == {**labels["chunking"]["label"], "en_US": "Chunking", "zh_Hans": "分块方式"}
+    assert labels["chunking"]["value_label"]["en_US"] == "Parent-child"
+    assert labels["chunk_size"]["label"]["zh_Hans"] == "分块大小（字符）"
+    assert labels["embedding_model_uuid"]["label"]["en_US"] == "Embedding model"
+    assert labels["embedding_model_uuid"]["model_id"] and not labels["chunk_size"]["model_id"]
+    assert settings["values"]["embedding_model_uuid"] == MODEL
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    assert "inLang(about.label)" in html and "t('modelId')" in html

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,10 @@ _PLACEHOLDER_TITLES = re.compile(
 _TOOL_PREFIX = re.compile(r"^microsoft (word|powerpoint|excel) - ", re.IGNORECASE)
 
 
-def document_name(document: Document, ingested_on: date) -> str:
+def document_name(document: Document, ingested_at: datetime) -> str:
     """A human title for the file: its title metadata, else its first heading, else
-    "<FORMAT> file, <date>". LangBot knows only a storage key, so this is what the operator reads."""
+    "<FORMAT> file, <UTC time to the second>" (two untitled uploads of one day stay apart, as failed
+    ones do). LangBot knows only a storage key, so this is what the operator reads."""
     title = _clean_title(document.title)
     if title:
         return title
@@ -62,7 +63,7 @@ def document_name(document: Document, ingested_on: date) -> str:
             heading = _clean_title(heading)
             if heading:
                 return heading
-    return f"{(document.format or 'unknown').upper()} file, {ingested_on.isoformat()}"
+    return f"{(document.format or 'unknown').upper()} file, {ingested_at.strftime('%Y-%m-%d %H:%M:%S')} UTC"
 
 
 def _clean_title(text: str) -> str:

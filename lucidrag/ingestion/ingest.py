@@ -35,6 +35,7 @@ from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_ti
 from lucidrag.ingestion.document import Document, document_name
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
+from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import KbStore
@@ -66,7 +67,7 @@ class IngestOutcome:
 
 
 def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: str = "",
-                ocr: dict[str, str | int] | None = None) -> FileRecord:
+                ocr: dict[str, str | int] | None = None, upload_key: str = "") -> FileRecord:
     """The FileRecord of a chunked document: what the vectors carry and plugin storage keeps."""
     chunks = [
         ChunkRecord(chunk_id=chunk_uuid(file_id, c.index), file_id=file_id, index=c.index, text=c.embed_text,
@@ -74,7 +75,7 @@ def file_record(file_id: str, file_format: str, chunked: ChunkedDocument, name: 
         for c in chunked.chunks
     ]
     return FileRecord(file_id=file_id, format=file_format, chunks=chunks, parents=list(chunked.parents), name=name,
-                      ocr=dict(ocr or {}))
+                      ocr=dict(ocr or {}), upload_key=upload_key)
 
 
 def upsert_order(chunks: int) -> list[int]:
@@ -147,9 +148,10 @@ async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) ->
             "that the file opens correctly; for pictures without text (charts, photos) choose a "
             "vision model when creating the knowledge base."
         )
-    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc).date())
+    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc))
     record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
-                                {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))})
+                                {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))},
+                                upload_key(request.filename))
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
                                    [c.text for c in record.chunks])
     return record, vectors

@@ -54,6 +54,11 @@ def upload_format(filename: str) -> str:
     return base.rsplit(".", 1)[-1].lower() if "." in base else ""
 
 
+def upload_key(filename: str) -> str:
+    """The host's storage key as LangBot's file list shows it (without a folder)."""
+    return (filename or "").rsplit("/", 1)[-1]
+
+
 def size_label(size: int) -> str:
     if size < 1024:
         return f"{size} bytes"
@@ -77,7 +82,7 @@ async def record_failure(host: HostApi, kb_id: str, file_id: str, reason: str, f
     fmt = upload_format(filename)
     now = time.time()
     record = FailureRecord(file_id, reason[:MAX_REASON], fmt, document_name or failed_file_name(fmt, size, now),
-                           now, (filename or "").rsplit("/", 1)[-1], size)
+                           now, upload_key(filename), size)
     return await put_value(host, failure_key(kb_id, file_id), record.to_bytes(),
                            f"why file {file_id} of kb {kb_id} failed")
 

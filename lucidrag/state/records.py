@@ -64,6 +64,9 @@ class FileRecord:
     # What OCR did for the file (parsing/ocr.OcrTally.metadata: pages, confidence, pages with
     # nothing found, pictures); empty for files without scans or pictures, and in older records.
     ocr: dict[str, str | int] = field(default_factory=dict)
+    # LangBot's storage key of the upload: the only name its file list shows for the file, kept so
+    # the console can match its rows to LangBot's ("" in older records and records rebuilt from vectors).
+    upload_key: str = ""
 
     def to_bytes(self) -> bytes:
         payload = {
@@ -76,6 +79,8 @@ class FileRecord:
         }
         if self.ocr:
             payload["ocr"] = self.ocr
+        if self.upload_key:
+            payload["upload_key"] = self.upload_key
         return zlib.compress(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode(), 6)
 
     @classmethod
@@ -93,7 +98,8 @@ class FileRecord:
                 for cid, idx, text, heading, page, parent in payload["chunks"]
             ]
             ocr = {str(k): v for k, v in (payload.get("ocr") or {}).items() if isinstance(v, (str, int))}
-            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name, ocr)
+            return cls(file_id, str(payload["format"]), chunks, [str(p) for p in payload["parents"]], name, ocr,
+                       str(payload.get("upload_key") or ""))
         except (zlib.error, ValueError, KeyError, TypeError) as error:
             raise ValueError(f"corrupt file record: {error}") from error
 
@@ -143,7 +149,8 @@ def merge_rebuilt(stored: FileRecord, rebuilt: FileRecord) -> FileRecord:
     name = rebuilt.name or stored.name
     return FileRecord(rebuilt.file_id, rebuilt.format or stored.format,
                       [c if c.document_name == name else _renamed(c, name) for c in merged],
-                      list(stored.parents) if any(c.parent is not None for c in merged) else [], name)
+                      list(stored.parents) if any(c.parent is not None for c in merged) else [], name,
+                      upload_key=stored.upload_key)
 
 
 def _same_text(known: ChunkRecord | None, rebuilt: ChunkRecord) -> bool:

@@ -248,11 +248,20 @@ def page_ranges(numbers: list[int]) -> str:
     return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
+TITLE_MAX_CHARS = 60
+TITLE_MAX_WORDS = 10
+
+
 def title_from(text: str) -> str:
-    """A scan's or picture's first paragraph when it reads like a title (short, no sentence end):
-    what the operator sees instead of "IMAGE file, <date>" (document.document_name)."""
-    first = text.split("\n\n", 1)[0].strip()
-    return first if 0 < len(first) <= 60 and first[-1] not in _SENTENCE_END and "\n" not in first else ""
+    """A scan's or picture's first line when it reads like a title: short, no sentence or clause
+    end, a few letters (not OCR noise such as "|||" or a page number). What the operator sees
+    instead of "IMAGE file, <time>" (document.document_name)."""
+    first = text.strip().split("\n", 1)[0].strip()
+    if not 0 < len(first) <= TITLE_MAX_CHARS or first[-1] in _SENTENCE_END + ",，、":
+        return ""
+    if len(first.split()) > TITLE_MAX_WORDS or sum(ch.isalpha() for ch in first) < 2:
+        return ""
+    return first
 
 
 PICTURE_MARK = "[Picture text]"

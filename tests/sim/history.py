@@ -557,6 +557,8 @@ class Runner:
     # ------------------------------------------------------------------ invariants
     def _check_collections(self, where: str) -> None:
         for k in self.book.kbs:
+            if k in self.kbs_being_deleted:
+                continue  # LangBot keeps a deleted KB's collection, and no KB ever uses it again
             dim = self.host.dims.get(kb_name(k))
             if dim is not None and dim != SIM_DIM:
                 raise HistoryFailed(Violation("wrong-collection", f"{where}: {kb_name(k)}'s collection has "

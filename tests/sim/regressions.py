@@ -370,8 +370,6 @@ OPEN_IN_RANDOM_HISTORIES: dict[str, str] = {
     r"^kb-left: ":
         "a storage write given up on lands after the KB's deletion listed its keys, or a deletion cut "
         "short is not finished by the settle's hooks",
-    r"^wrong-collection: ":
-        "lost answers during a new Milvus KB's first writes still end in a 1536-dimension collection",
     r"^stray-keys: .*\['file/":
         "a re-upload cut short leaves an earlier record no vector names",
 }

@@ -24,7 +24,7 @@ def state_of(harness: Harness):
 
 
 async def ranking(harness: Harness) -> list[tuple[str, float | None]]:
-    response = await harness.retrieve(KB, QUERY, settings={"search_mode": "keyword", "top_k": 10})
+    response = await harness.retrieve(KB, QUERY, settings={"search_mode": "keyword", "top_k": 10, "source_line": False})
     return [(entry.content[0].text, entry.score) for entry in response.results]
 
 

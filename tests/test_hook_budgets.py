@@ -9,6 +9,7 @@ What a hook could not finish must be finished by later hooks."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -137,3 +138,28 @@ async def test_a_delete_behind_an_ingest_that_holds_the_kb_answers_false_in_time
     host.hangs.clear()
     assert await within("delete", harness.component.delete_document(KB, kept.document_id)) is True
     assert host.vectors_of(KB, kept.document_id) == []
+
+
+async def test_indexing_stops_once_the_hooks_time_is_used_up(harness: Harness, host):
+    """Records that cannot be read for lack of time stay queued for a later hook; the slice ends
+    at once instead of reading nothing again and again until its own deadline."""
+    await harness.ingest("kb-budget", "tea.txt", b"Oolong tea is partially oxidised.")
+    state = harness.host.engine.installation("dedicated").kb("kb-budget")
+    state.to_index = {"not-read-yet": None}
+    reads = 0
+    real = state.file_records
+
+    async def counted(*args, **kwargs):
+        nonlocal reads
+        reads += 1
+        return await real(*args, **kwargs)
+
+    state.file_records = counted  # type: ignore[method-assign]
+
+    async def a_slice_with_no_time_left() -> None:
+        with budget.budget(0.0):
+            await state.continue_indexing(host, "kb-budget", time.monotonic() + 2.0)
+
+    await harness.invoke(a_slice_with_no_time_left)
+    assert reads <= 1
+    assert "not-read-yet" in state.to_index, "left for a later hook"

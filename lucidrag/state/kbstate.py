@@ -483,7 +483,9 @@ class KnowledgeBaseState:
 
     async def _continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         changed = False
-        while self.indexing and time.monotonic() < deadline:
+        # (the hook's own budget too: once it is spent, storage reads return nothing at once and
+        # the loop would spin without progress until `deadline`)
+        while self.indexing and time.monotonic() < deadline and remaining() > 0:
             discovery = self.discovery
             if not self.to_index and discovery is not None:
                 found = await with_retries(lambda: discovery.step(host, collection_id))

@@ -15,6 +15,7 @@ whose snapshot could not be loaded in time stays unloaded (the hook fails, and t
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import math
@@ -252,17 +253,9 @@ class Engine:
     async def _delete_knowledge_base(self, host: HostApi, installation_id: str, kb_id: str) -> bool:
         inst = self.installation(installation_id)
         store = KbStore(host, kb_id)
-        state = inst.kbs.pop(kb_id, None)
-        inst.cache.drop_kb(kb_id)
-        # An upload into the KB writes nothing more; what it is writing now lands before the
-        # listings below, so that they find it.
-        if state is not None and not await state.writes.close(remaining() * KB_DELETE_DRAIN_SHARE):
-            logger.warning("kb=%s: an upload's write did not finish before the knowledge base's deletion", kb_id)
-        inst.deleted_kbs.add(kb_id)
-        log = inst.query_logs.pop(kb_id, None)
-        # its blocks go with the KB's other keys; a block being written lands before they are listed
-        if log is not None and not await log.close(remaining() * KB_DELETE_DRAIN_SHARE):
-            logger.warning("kb=%s: a query log write did not finish before the knowledge base's deletion", kb_id)
+        # What an upload or the query log is writing now lands before the listings below, so that
+        # they find it; nothing more is written for the KB.
+        state = await self._retire_kb(inst, kb_id, remaining() * KB_DELETE_DRAIN_SHARE)
         # The vectors can only be deleted in this hook: slow plugin storage must not take its time.
         with budget(remaining() * KB_DELETE_STORAGE_SHARE):
             # first: a restart finishes what this hook does not (LangBot refuses the KB's vector
@@ -361,16 +354,30 @@ class Engine:
                     logger.warning("kb=%s: unfinished work could not continue now (%s); will retry",
                                    state.kb_id, describe(error))
 
-    @staticmethod
-    async def _forget_removed_kb(inst: Installation, kb_id: str) -> None:
+    async def _forget_removed_kb(self, inst: Installation, kb_id: str) -> None:
         """LangBot refuses the KB's vector calls: it was deleted (say, while this plugin was down,
         leaving a journal entry). LucidRAG's own data of it goes as after its deletion hook."""
         logger.warning("kb=%s: LangBot has removed this knowledge base; removing LucidRAG's data of it", kb_id)
-        state = inst.kbs.pop(kb_id, None)
-        if state is not None:
-            await state.writes.close()
-        inst.cache.drop_kb(kb_id)
+        await self._retire_kb(inst, kb_id, 0.0)
         inst.deletions.setdefault(kb_id, KbDeletion(kb_id, []))
+
+    @staticmethod
+    async def _retire_kb(inst: Installation, kb_id: str, drain_s: float) -> KnowledgeBaseState | None:
+        """The KB is gone: its state leaves the installation, and neither its uploads nor its query
+        log write anything from now on; the writes under way are waited for up to `drain_s`.
+        Returns the state it had, if any."""
+        state = inst.kbs.pop(kb_id, None)
+        inst.cache.drop_kb(kb_id)
+        inst.deleted_kbs.add(kb_id)
+        log = inst.query_logs.pop(kb_id, None)
+        closing = []
+        if state is not None:
+            closing.append(state.writes.close(drain_s))
+        if log is not None:
+            closing.append(log.close(drain_s))
+        if not all(await asyncio.gather(*closing)):
+            logger.warning("kb=%s: a write under way did not finish before the knowledge base's deletion", kb_id)
+        return state
 
     async def _discover(self, host: HostApi, inst: Installation) -> None:
         """Once per process: KB deletions and ingests an earlier process left unfinished."""
@@ -399,7 +406,7 @@ def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSe
     for hit in hits:
         file_id = hit.chunk.file_id
         if file_id not in files and len(files) < TOP_FILES:
-            files[file_id] = (file_id, str(hit.metadata()["document_name"])[:NAME_CHARS], hit.score)
+            files[file_id] = (file_id, hit.document_name[:NAME_CHARS], hit.score)
     entry = QueryEntry(at=time.time(), question=query[:QUESTION_CHARS] if settings.query_log == "text" else "",
                        digest=question_digest(kb_id, query), mode=settings.search_mode,
                        latency_ms=(time.monotonic() - started) * 1000.0, top_k=settings.top_k,

@@ -342,11 +342,10 @@ def _expand(found: _Found, ranked: list[Fused], request: RetrieveRequest) -> lis
                 continue
             used.add((chunk.file_id, chunk.index))
             content = chunk.text
-        score = round(fused.score, 6)
-        hit = Hit(chunk, content, score, file_format, score, fused.vector_score, fused.keyword_score)
         if request.settings.source_line:
-            hit = replace(hit, content=with_source_line(content, chunk.document_name, heading, chunk.page))
-        hits.append(hit)
+            content = with_source_line(content, chunk.document_name, heading, chunk.page)
+        score = round(fused.score, 6)
+        hits.append(Hit(chunk, content, score, file_format, score, fused.vector_score, fused.keyword_score))
     return hits
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import itertools
 import math
 import re
 from collections import Counter
@@ -73,6 +74,12 @@ def hash_embed(text: str, dim: int = DIM) -> list[float]:
         vector[slot] += sign
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
+
+
+def on_call(n: int) -> Callable[..., bool]:
+    """A `FakeHost.fail` condition that holds for the n-th call (from 1) of the method only."""
+    calls = itertools.count(1)
+    return lambda **_: next(calls) == n
 
 
 class HostError(ActionCallError):

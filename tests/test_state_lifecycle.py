@@ -24,7 +24,7 @@ from lucidrag.state.storage_keys import file_record_key, index_segment_key, jour
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
 from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
-from tests.fakes import DIM, ActionCallTimeoutError, hash_embed
+from tests.fakes import DIM, ActionCallTimeoutError, hash_embed, on_call
 from tests.test_state_runtime import long_text, restarted
 
 KB = "kb-life"
@@ -135,17 +135,7 @@ async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: 
 
 async def test_vectors_a_failed_ingest_could_not_remove_are_removed_by_a_later_request(harness: Harness, host):
     await harness.ingest(KB, "tea.txt", TEA)
-    upserts = 0
-    real_upsert = host.vector_upsert
-
-    async def second_upsert_fails(*args, **kwargs):
-        nonlocal upserts
-        upserts += 1
-        if upserts == 2:
-            raise RuntimeError("vector DB went away")
-        return await real_upsert(*args, **kwargs)
-
-    host.vector_upsert = second_upsert_fails  # type: ignore[method-assign]
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector DB went away"))
     host.fail("vector_delete")
     failed = await harness.ingest(KB, "parts.txt", b"\n\n".join(
         f"Part {i} of the pump is checked weekly.".encode() for i in range(300)), settings={"chunk_size": 64, "chunk_overlap": 0})
@@ -829,20 +819,9 @@ async def test_a_record_save_that_lands_after_the_delete_does_not_bring_the_file
 async def test_a_journal_entry_storage_failed_to_read_keeps_a_failed_file_out_of_a_rebuild(host):
     harness = Harness(host)
     await harness.ingest(KB, "tea.txt", TEA)
-    upserts = 0
-    real_upsert = host.vector_upsert
-
-    async def second_upsert_fails(*args, **kwargs):
-        nonlocal upserts
-        upserts += 1
-        if upserts == 2:
-            raise RuntimeError("vector DB went away")
-        return await real_upsert(*args, **kwargs)
-
-    host.vector_upsert = second_upsert_fails  # type: ignore[method-assign]
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector DB went away"))
     host.fail("vector_delete")
     failed = await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")
-    del host.vector_upsert
     host.faults.clear()
     assert failed.status == DocumentStatus.FAILED and host.vectors_of(KB, "big"), "its rollback failed"
     back = restarted(host)

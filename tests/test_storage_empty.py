@@ -17,7 +17,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from lucidrag.console import Console
 from lucidrag.state.records import chunk_uuid
 from tests.conftest import FakePlugin, Harness
-from tests.fakes import DIM
+from tests.fakes import DIM, on_call
 from tests.test_state_runtime import long_text, restarted
 
 KB = "kb-empty"
@@ -30,6 +30,16 @@ KEYWORD = {"search_mode": "keyword"}
 
 def meta_write_fails(host: FakePlugin) -> None:
     host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/meta"))
+
+
+async def a_kb_whose_meta_write_failed_at_creation() -> tuple[FakePlugin, Harness]:
+    """A Milvus host that refused only the KB's meta write, when the KB was created."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    meta_write_fails(host)
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    host.faults.clear()
+    return host, harness
 
 
 async def files_found(harness: Harness, query: str, settings: dict[str, str] | None = None) -> list[str]:
@@ -49,11 +59,7 @@ async def test_a_query_before_the_first_upload_creates_no_collection_on_a_host_w
 
 
 async def test_a_query_after_one_failed_meta_write_creates_no_collection_and_the_mark_is_written_later():
-    host = FakePlugin.milvus()
-    harness = Harness(host)
-    meta_write_fails(host)
-    await harness.component.on_knowledge_base_create(KB, CREATE)
-    host.faults.clear()
+    host, harness = await a_kb_whose_meta_write_failed_at_creation()
     assert await files_found(harness, "anything", VECTOR) == []
     assert KB not in host.dims
     assert any(k.endswith(f"{KB}/meta") for k in host.storage), "the 'no vector yet' mark was never written"
@@ -62,11 +68,7 @@ async def test_a_query_after_one_failed_meta_write_creates_no_collection_and_the
 
 
 async def test_opening_the_kb_in_the_console_after_a_failed_meta_write_creates_no_collection():
-    host = FakePlugin.milvus()
-    harness = Harness(host)
-    meta_write_fails(host)
-    await harness.component.on_knowledge_base_create(KB, CREATE)
-    host.faults.clear()
+    host, harness = await a_kb_whose_meta_write_failed_at_creation()
     host.list_knowledge_bases = lambda: asyncio.sleep(0, [{"uuid": KB, "name": "manuals"}])
     console = Console(host, host.engine, "dedicated")
     for path in ("/kb", "/scan"):
@@ -76,11 +78,7 @@ async def test_opening_the_kb_in_the_console_after_a_failed_meta_write_creates_n
 
 
 async def test_deleting_a_kb_whose_meta_write_failed_before_any_upload_creates_no_collection():
-    host = FakePlugin.milvus()
-    harness = Harness(host)
-    meta_write_fails(host)
-    await harness.component.on_knowledge_base_create(KB, CREATE)
-    host.faults.clear()
+    host, harness = await a_kb_whose_meta_write_failed_at_creation()
     await harness.component.on_knowledge_base_delete(KB)
     assert KB not in host.dims
     assert not [k for k in host.storage if f"/{KB}/" in k]
@@ -120,15 +118,7 @@ async def test_a_failed_ingest_whose_rollback_failed_is_never_answered_after_a_r
     host.fail("set_plugin_storage")
     await harness.component.on_knowledge_base_create(KB, CREATE)
     tea = await harness.ingest(KB, "tea.txt", TEA)
-    real_upsert, calls = host.vector_upsert, []
-
-    async def second_batch_fails(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("vector_upsert: simulated failure")
-        return await real_upsert(*args, **kwargs)
-
-    host.vector_upsert = second_batch_fails
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector_upsert: simulated failure"))
     host.fail("vector_delete")  # the rollback fails too
     big = await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")
     assert big.status == DocumentStatus.FAILED and host.vectors_of(KB, "big")
@@ -169,18 +159,9 @@ async def test_vectors_a_failed_ingest_left_while_storage_was_empty_are_removed_
     host.fail("set_plugin_storage")
     await harness.component.on_knowledge_base_create(KB, CREATE)
     await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
-    real_upsert, calls = host.vector_upsert, []
-
-    async def second_batch_fails(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("vector_upsert: simulated failure")
-        return await real_upsert(*args, **kwargs)
-
-    host.vector_upsert = second_batch_fails
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector_upsert: simulated failure"))
     host.fail("vector_delete")
     assert (await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")).status == DocumentStatus.FAILED
-    host.vector_upsert = real_upsert
     host.faults.clear()
     host.fail("vector_delete")  # storage works again; the vector DB still refuses deletes
     assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED

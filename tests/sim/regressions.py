@@ -346,6 +346,12 @@ REGRESSIONS: dict[str, History] = {
         Step([("retrieve", 6, "keyword", "not-file")], restart=True),
         Step([("delete", 6), ("ingest", 7, "small", 1)], lost=0.2),
     ]),
+    # (the simulation's own defect) the storage write a kill -9 cut short landed on a host whose
+    # storage writes all fail, and its journal key stayed: the real host refuses every such write
+    # (seeds 624, 1243, 1276, 1394)
+    "killed-write-lands-on-a-host-refusing-writes-624": History(624, "chroma", [
+        Step([("ingest", 0, "large", 0)], kill_after=16),
+    ], writes_fail=True),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

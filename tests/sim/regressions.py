@@ -352,6 +352,13 @@ REGRESSIONS: dict[str, History] = {
     "killed-write-lands-on-a-host-refusing-writes-624": History(624, "chroma", [
         Step([("ingest", 0, "large", 0)], kill_after=16),
     ], writes_fail=True),
+    # storage failed at a KB's creation and while a file of it FAILED; after a restart, with
+    # storage healthy and holding nothing of the KB, every delete of that file raised ("could not
+    # be deleted safely") until a question opened the collection (seeds 710, 787, 1001, 1560)
+    "failed-file-undeletable-before-the-collection-is-known-1560": History(1560, "chroma", [
+        Step([("create_kb", 2), ("ingest", 8, "medium", 2)], storage=1.0, restart=True),
+        Step([("delete", 8)]),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

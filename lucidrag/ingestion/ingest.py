@@ -163,13 +163,13 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
         batch = record.chunks[start : start + UPSERT_BATCH]
 
         def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
-            return with_retries(lambda: host.vector_upsert(
+            return with_retries(lambda: state.late_writes.send(record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
                 collection_id=request.collection_id,
                 vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
                 ids=[c.chunk_id for c in b],
                 metadata=[c.metadata(record.format) for c in b],
                 documents=[c.text for c in b],
-            ))
+            )))
         async with state.writes.write():
             if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some

@@ -236,6 +236,40 @@ async def test_deleting_such_a_failed_file_at_once_removes_its_vectors(restart: 
     await no_entry_after_a_restart(host)
 
 
+async def test_a_failed_file_uploaded_again_while_it_is_deleted_creates_no_default_collection():
+    """A new Milvus KB's first file FAILED without a vector; the operator deletes it and uploads
+    the same document again at once. Replacing the earlier version while the delete runs must not
+    delete from a collection that does not exist (Milvus would create it with dimension 1536, and
+    refuse every vector of the model)."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    failed = await harness.ingest(KB, "empty.txt", b"", document_id="solar")
+    assert failed.status == DocumentStatus.FAILED
+    record_read, upserted = asyncio.Event(), asyncio.Event()
+    real_get, real_upsert = host.get_plugin_storage, host.vector_upsert
+
+    async def get(key: str) -> bytes:  # the delete, mid-way: holds the KB's lock until the upload wrote
+        if key == file_record_key(KB, "solar"):
+            record_read.set()
+            await upserted.wait()
+        return await real_get(key)
+
+    async def upsert(*args, **kwargs):
+        try:
+            return await real_upsert(*args, **kwargs)
+        finally:
+            upserted.set()
+
+    host.get_plugin_storage, host.vector_upsert = get, upsert
+    deleting = asyncio.ensure_future(harness.component.delete_document(KB, "solar"))
+    await record_read.wait()
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    assert await deleting is True
+    assert host.dims[KB] == DIM, "a collection with Milvus' default dimension was created"
+    assert again.status == DocumentStatus.COMPLETED, again.error_message
+
+
 @pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
 async def test_deleting_the_kb_of_such_a_failed_file_at_once_removes_its_vectors(restart: bool):
     """LangBot leaves a deleted KB's vectors to the engine (HOST_CONTRACT.md)."""

@@ -378,6 +378,14 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 6, "medium", 0), ("ingest", 7, "large", 1)], lost=0.2),
         Step([("ingest", 8, "small", 0)], slow=1.0),
     ]),
+    # a failed file of a KB that never had a vector was deleted and uploaded again at once: the
+    # upload replaced "the earlier version" while the delete ran, and its vector delete made
+    # Milvus create the collection with dimension 1536 (seed 388)
+    "reupload-during-a-delete-on-a-new-kb-388": History(388, "milvus", [
+        Step([("create_kb", 2)]),
+        Step([("ingest", 5, "medium", 2)], storage=1.0),
+        Step([("delete", 5), ("ingest", 5, "small", 2)]),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

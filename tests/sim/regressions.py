@@ -393,17 +393,6 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 2, "medium", 0)]),
         Step([("ingest", 4, "bad", 0), ("ingest", 2, "small", 0)], vectors=0.5),
     ]),
-    # a commit's first record save lost its answer and its retry saved the record; the file was
-    # deleted (True), then the first save landed: after a restart keyword search answered the
-    # deleted file (seeds 1140, 1516)
-    "record-save-landing-after-the-delete-1516": History(1516, "milvus", [
-        Step([("create_kb", 0)], restart=True),
-        Step([("ingest", 0, "medium", 0)]),
-        Step([("ingest", 0, "bad", 0)]),
-        Step([("delete", 0), ("delete_kb", 0)], vectors=0.5),
-        Step([("create_kb", 1), ("ingest", 1, "large", 1)], slow=0.2),
-        Step([("delete", 1)]),
-    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

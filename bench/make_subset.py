@@ -243,7 +243,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("name", choices=["scifact", "drcd", "cisi", "cmrc"])
     ap.add_argument("--src", type=Path, required=True)
-    ap.add_argument("--docs", type=int, default=None, help="corpus size (scifact: 3000 docs; drcd: ~5000 sentences)")
+    ap.add_argument("--docs", type=int, default=None, help="corpus size (scifact: 3000 docs; drcd: ~5000 sentences; cmrc: ~2000 sentences)")
     ap.add_argument("--queries", type=int, default=300, help="drcd: number of questions to sample")
     a = ap.parse_args()
     if a.name == "scifact":
@@ -251,7 +251,7 @@ def main() -> None:
     elif a.name == "cisi":
         build_cisi(a.src)
     elif a.name == "cmrc":
-        build_cmrc(a.src, a.queries, a.docs or 3000)
+        build_cmrc(a.src, a.queries, a.docs or 2000)
     else:
         build_drcd(a.src, a.queries, a.docs or 5000)
 

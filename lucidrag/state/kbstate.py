@@ -122,7 +122,7 @@ class KnowledgeBaseState:
     # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
     unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
-    late_writes: LateWrites = field(default_factory=LateWrites)  # files with an unanswered upsert
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with a write that may still land
     meta_dirty: bool = False
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
     # files in the vector DB, nor adopt journalled ones
@@ -560,7 +560,7 @@ class KnowledgeBaseState:
         async with holding(self.lock):  # BudgetSpent, nothing changed, if it is not free in time
             saved = False
             for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
-                if await store.save_record(record):
+                if await self._put_record(store, record):
                     saved = True
                     break
             if self.meta_dirty:
@@ -613,7 +613,14 @@ class KnowledgeBaseState:
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
-        return await self._name_unsaved_files(store) and await store.save_record(record)
+        return await self._name_unsaved_files(store) and await self._put_record(store, record)
+
+    async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record; a failed save may still land (`late_writes`)."""
+        saved = await store.save_record(record)
+        if not saved:
+            self.late_writes.unanswered(record.file_id)
+        return saved
 
     async def _save_meta(self, store: KbStore) -> None:
         meta = KbMeta(self.metric, self.has_vectors)
@@ -789,7 +796,7 @@ class KnowledgeBaseState:
             async with holding(self.lock):  # a delete landing during the save would be undone by it
                 if self.files.state(file_id) is not FileState.UNSAVED:
                     continue  # deleted meanwhile
-                if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                if record is not None and await self._put_record(store, record):  # UNSAVED -> COMMITTED
                     self.files.move(file_id, None)
                     self._recorded(file_id)
                     if not self.snapshot.dirty:

@@ -2,16 +2,19 @@
 
     .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|cisi|medquad|medquad-pages|drcd|cmrc|all]
         [--model minilm|e5|auto] [--queries N] [--docs N] [--seed S] [--configs a,b,...]
-        [--patch MODULE.NAME=VALUE ...] [--json OUT]
+        [--top-k 10,5] [--patch MODULE.NAME=VALUE ...] [--json OUT]
     .venv-bench/bin/python scripts/bench_retrieval.py --scale [--sizes 10000,100000]
 
 Quality mode ingests a dataset (bench/datasets.py) through the REAL component
 (components/knowledge_engine/lucid_rag.py via tests.conftest.Harness) against the contract-
 following fake host (tests/fakes.py: squared-L2 distances like Chroma, flat metadata, every
 call counted). Every corpus document becomes one uploaded ``<doc id>.txt`` file holding
-``title + "\\n\\n" + text``; a result's ``metadata.file_id`` maps back to the document, so the
-relevance judgments apply at document level: results (top_k=10 chunks) are deduplicated by
-document in rank order, then nDCG@10, Recall@5 and MRR@10 are computed.
+``title + "\\n\\n" + text`` (a Markdown set's ``<doc id>.md``: ``"# " + title``, then its
+sections); a result's ``metadata.file_id`` maps back to the document, so the
+relevance judgments apply at document level: results (top_k chunks, 10 unless ``--top-k``; a
+list such as 10,5 runs every configuration at each on the same ingest) are deduplicated by
+document in rank order, then nDCG@10, Recall@5 and MRR@10 are computed. The last table lists
+every collection with hybrid's margin over the best baseline at each top_k.
 
 The embedding model is real (bench/embedders.py, cached in ~/.cache/lucidrag-bench). The host
 subclass below embeds a whole ``invoke_embedding`` batch in one model call, uses the query side
@@ -27,6 +30,9 @@ Configurations (one KB per chunking):
   hybrid         search_mode=hybrid, vector_weight 0.5 (the default)
   hybrid+cw1     hybrid, context_window=1
   hybrid@0.3 / hybrid@0.7   other vector weights
+  doc-vector     one chunk per document (fixed, 8000 characters), vector only
+  doc-bm25       the same KB, keyword only
+  doc-rrf        doc-vector and doc-bm25 rankings (50 documents each) fused by reciprocal rank, k=60
   (rerank: no cross-encoder ships offline in a PyPI package, so there is no rerank row)
 
 ``--patch lucidrag.retrieval.fusion.DIVERSITY_MARGIN=0.3`` sets a module attribute before running (to measure a

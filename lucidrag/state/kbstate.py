@@ -50,7 +50,7 @@ from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
-from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id, merge_rebuilt
 from lucidrag.state.snapshotload import SnapshotLoad, SnapshotUnusable
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.store import (
@@ -880,7 +880,8 @@ class KnowledgeBaseState:
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
-            if entry.chunks > 0 and len(items) >= entry.chunks:
+            chunk_items = [i for i in items if str(i.get("id")) != document_vector_id(file_id)]
+            if entry.chunks > 0 and len(chunk_items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
                 async with holding(self.lock):  # JOURNALLED -> COMMITTED (or UNSAVED)
                     if self.files.state(file_id) is not FileState.JOURNALLED:

@@ -47,7 +47,7 @@ async def answered(harness: Harness, query: str, document_id: str) -> dict[str, 
 
 
 async def test_a_commit_whose_last_storage_call_outlives_the_work_time_completes(harness: Harness, host):
-    """The ingest's time used to cancel the commit wherever it was: here after the file was
+    """The ingest's time must not cancel the commit wherever it is: here after the file was
     committed, while its journal entry was being deleted, so LangBot was told FAILED for a file
     every query answers."""
     await harness.ingest(KB, "tea.txt", TEA)
@@ -96,6 +96,8 @@ async def test_the_rollback_of_an_ingest_that_ran_out_of_time_ends_within_langbo
     assert "took longer than 2 s" in (result.error_message or "")
     host.hangs.clear()
     assert await answered(harness, "solar array kilowatts", "solar") == {"vector": False, "keyword": False}
-    assert journal_key(KB, "solar") not in host.storage, "the failed file is settled by a later request"
+    # the unanswered upsert may still land: the next process settles the file
+    assert journal_key(KB, "solar") in host.storage
     back = restarted(host)
     assert await answered(back, "solar array kilowatts", "solar") == {"vector": False, "keyword": False}
+    assert journal_key(KB, "solar") not in host.storage, "the failed file is settled after the restart"

@@ -263,7 +263,7 @@ class Console:
         (a crash mid-upload, a rollback that failed). Bounded to SCAN_PAGES pages."""
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        if state.discovery is not None or state.look_in_vector_db:
+        if state.repair.finding_files:
             # Storage lost the records and the files are still to be found in the vector DB:
             # every file not found yet would look like an orphan.
             return {"orphans": [], "complete": False, "scanned": 0, "finding_files": True}
@@ -361,7 +361,7 @@ class Console:
         if file_id in state.in_flight:
             raise ConsoleError("This file is being uploaded right now; wait until LangBot shows it as completed "
                                "or failed.")
-        if (state.discovery is not None or state.look_in_vector_db) and file_id not in state.known_files():
+        if (state.repair.finding_files) and file_id not in state.known_files():
             raise ConsoleError("LucidRAG is still finding this knowledge base's files in the vector DB; a file "
                                "not found yet cannot be told from an orphan. Try again when the index is ready.")
         journalled = file_id in journal_file_ids(await self._storage_keys(), kb_id)

@@ -17,12 +17,12 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.engine as engine_module
 import lucidrag.state.kbstate as kbstate_module
+import lucidrag.state.repairstate as repairstate
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import ChunkRecord, chunk_uuid
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
-from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import DIM, ActionCallTimeoutError, hash_embed, on_call
 from tests.test_state_runtime import long_text, restarted
@@ -369,12 +369,12 @@ async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_thei
     assert response.results and "42 kilowatts" in response.results[0].content[0].text
     assert response.results[0].metadata["file_id"] == solar.document_id
     state = state_of(back)
-    assert set(state.adopted) == {response.results[0].id}
+    assert set(state.repair.adopted) == {response.results[0].id}
     other = await back.ingest(KB, "tea.txt", TEA)
     await back.component.delete_document(KB, other.document_id)
-    assert set(state.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
+    assert set(state.repair.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
     await back.component.delete_document(KB, solar.document_id)
-    assert state.adopted == {}
+    assert state.repair.adopted == {}
 
 
 async def test_a_file_whose_record_is_rebuilt_leaves_unrecorded_for_the_keyword_index(harness: Harness, host):
@@ -393,7 +393,8 @@ def indexing_state() -> KnowledgeBaseState:
     """A state whose keyword index is not complete yet (storage lost, the vector DB being listed):
     any file's vector hits may be answers."""
     state = KnowledgeBaseState("kb")
-    state.discovery = FileDiscovery()
+    state.repair.storage_knows_nothing()
+    state.repair.start_looking()
     return state
 
 
@@ -412,21 +413,21 @@ def test_a_chunk_is_learnt_from_its_vector_metadata():
     assert state.adopt_hit({"id": "c4", "metadata": {"file_id": "f1"}}) is None, "no text"
     assert state.adopt_hit({"id": "c5", "document": "text", "metadata": {}}) is None, "no file"
     assert state.adopt_hit({"id": "c6", "document": "text"}) is None
-    assert set(state.adopted) == {"c1", "7", "c3"}
-    state.discovery = None  # the index is complete: a file nothing names is a failed ingest's leftover
+    assert set(state.repair.adopted) == {"c1", "7", "c3"}
+    state.repair.discovered(state.repair.discovery)  # the index is complete: a file nothing names is a failed ingest's leftover
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is None
     state.unrecorded.add("f8")  # the index snapshot named it, its record was lost
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is not None
 
 
 def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(kbstate_module, "ADOPTED_LIMIT", 2)
+    monkeypatch.setattr(repairstate, "ADOPTED_LIMIT", 2)
     state = indexing_state()
     for i in range(3):
         state.adopt_hit({"id": f"c{i}", "metadata": {"text": "T", "file_id": "f"}})
-    assert set(state.adopted) == {"c2"}
+    assert set(state.repair.adopted) == {"c2"}
     state.adopt_hit({"id": "c3", "metadata": {"text": "T", "file_id": "f"}})
-    assert set(state.adopted) == {"c2", "c3"}
+    assert set(state.repair.adopted) == {"c2", "c3"}
 
 
 

@@ -49,6 +49,8 @@ from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
+from lucidrag.state.loadstate import LoadState
+from lucidrag.state.repairstate import RepairMode, RepairState
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
 from lucidrag.state.snapshotload import SnapshotLoad, SnapshotUnusable
@@ -64,14 +66,13 @@ from lucidrag.state.store import (
     run_bounded,
 )
 from lucidrag.vectors.scoring import Metric
-from lucidrag.vectors.vectorscan import LIST_WINDOW, FileDiscovery, file_vectors
+from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
 
 logger = logging.getLogger(__name__)
 
 LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
 INDEX_BATCH = 16  # files read and indexed per step of `continue_indexing`
 FIRST_LOAD_BUDGET_S = 3.0  # indexing the first query of a process waits for, at most
-ADOPTED_LIMIT = 10_000  # chunks learnt from vector hits without a record (storage lost)
 COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
 PROBE_FILE_ID = "lucidrag-probe"  # the file id of `open_collection`'s probe vector (no file has it)
 # a file in one of these states may have its record written by this process at any moment
@@ -85,7 +86,6 @@ class KnowledgeBaseState:
     index: SegmentIndex = field(default_factory=SegmentIndex)
     records: RecordCache = field(default_factory=RecordCache)
     metric: Metric | None = None
-    loaded: bool = False
     # True while the KB's collection may not exist: plugin storage says the KB never had a vector
     # (meta written at KB creation), cannot say (the meta unreadable), or holds nothing of the KB,
     # and nothing else says otherwise. Then nothing may touch the vector DB but an upsert of the
@@ -97,9 +97,7 @@ class KnowledgeBaseState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
     writes: WriteGate = field(default_factory=WriteGate)  # an ingest's writes; closed when the KB is deleted
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
-    opened: bool = False  # meta, storage listing and index manifest read (`_open`)
-    snapshot_load: SnapshotLoad | None = None  # the index snapshot, still being read (`loading`)
-    adopting: asyncio.Future[None] | None = None  # the loaded snapshot, being taken in (once)
+    load: LoadState = field(default_factory=LoadState)  # the load after a restart
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
@@ -112,10 +110,7 @@ class KnowledgeBaseState:
     unjournalled: dict[str, int] = field(default_factory=dict)
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
-    discovery: FileDiscovery | None = None  # file ids still being looked for in the vector DB
-    look_in_vector_db: bool = False  # storage knows no file: the vector DB is to be listed
-    trust_records: bool = True  # False while a repair rebuilds every record from the vector DB
-    adopted: dict[str, ChunkRecord] = field(default_factory=dict)  # vector hits without a record
+    repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
     # files the index snapshot named without a stored record: deleted while the snapshot lagged
     # (their vectors went first) or whose record storage lost (their vectors are still answers).
     # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
@@ -134,6 +129,10 @@ class KnowledgeBaseState:
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
 
     # ================================================================ reads
+    @property
+    def loaded(self) -> bool:
+        return self.load.loaded
+
     def known_files(self) -> set[str]:
         """Files that are ingested and committed (indexed, or waiting to be)."""
         return self.index.file_ids() | set(self.to_index)
@@ -151,7 +150,7 @@ class KnowledgeBaseState:
     @property
     def indexing(self) -> bool:
         """The keyword index does not cover every file yet (see `continue_indexing`)."""
-        return bool(self.to_index) or self.discovery is not None
+        return bool(self.to_index) or self.repair.discovery is not None
 
     @property
     def unsettled(self) -> NotAnswers:
@@ -199,7 +198,7 @@ class KnowledgeBaseState:
         store = KbStore(host, self.kb_id)
         blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
         stored = {r.file_id: r for r in await run_blocking(_decode_records, self.kb_id, list(zip(missing, blobs)))}
-        if self.trust_records:
+        if self.repair.trust_records:
             for record in stored.values():
                 self.records.put(record)
                 out[record.file_id] = record
@@ -320,13 +319,13 @@ class KnowledgeBaseState:
         snapshot lacks for up to FIRST_LOAD_BUDGET_S, or `wait_s` if shorter (a query that does not
         wait for the snapshot does not wait for that either, nor behind another hook doing it)."""
         if not self.loaded:
-            if not self.opened:
+            if not self.load.opened:
                 async with holding(self.lock):
-                    if not self.opened:
+                    if not self.load.opened:
                         await self._open(host)
             # A KB that may never have had a vector is only known to be `fresh` (nothing may touch
             # its vectors) once loaded: it is loaded at once.
-            if wait_s == math.inf or self.snapshot_load is None or self.has_vectors is False or self.meta_unknown:
+            if wait_s == math.inf or not self.load.reading or self.has_vectors is False or self.meta_unknown:
                 async with holding(self.lock):
                     if not self.loaded:
                         await self._finish_load(host)
@@ -338,11 +337,10 @@ class KnowledgeBaseState:
                     return
         if self.meta_unknown and self.has_vectors is None:
             await self._reread_meta(host)
-        if index_now and self.look_in_vector_db and not self.fresh:
+        if index_now and self.repair.mode is RepairMode.TO_LOOK and not self.fresh:
             # Not from an ingest: listing a collection that does not exist yet makes LangBot's
             # Milvus adapter create it with dimension 1536.
-            self.look_in_vector_db = False
-            self.discovery = FileDiscovery()
+            self.repair.start_looking()
         index_s = min(FIRST_LOAD_BUDGET_S, wait_s)
         if (index_now and self.indexing and not self.fresh and index_s > 0
                 and (wait_s == math.inf or not self.indexing_lock.locked())):
@@ -354,7 +352,7 @@ class KnowledgeBaseState:
     @property
     def loading(self) -> bool:
         """The index snapshot is being read from storage (beside the hooks: `load_beside`)."""
-        return self.opened and not self.loaded and self.snapshot_load is not None
+        return self.load.reading
 
     def load_beside(self, host: HostApi) -> asyncio.Task[None] | None:
         """Carry on reading the index snapshot while the current hook runs (base/alongside.py)."""
@@ -390,18 +388,19 @@ class KnowledgeBaseState:
         manifest = await store.load_index_manifest()
         if remaining() <= 0:  # reads were cut short by the hook's deadline: open again next time
             raise BudgetSpent("the knowledge base could not be loaded in this request's time")
+        snapshot: SnapshotLoad | None = None
         if manifest is not None:
             try:
-                self.snapshot_load = SnapshotLoad(self.kb_id, manifest)
+                snapshot = SnapshotLoad(self.kb_id, manifest)
             except ValueError as error:
                 logger.warning("kb=%s: the keyword index snapshot is unusable (%s); indexing from the records",
                                self.kb_id, error)
-        self.opened = True
+        self.load.opened_with(snapshot)
 
     async def _finish_load(self, host: HostApi) -> None:
         """Read the rest of the snapshot (with the other hooks reading it), then reconcile it
         with the stored records. BudgetSpent if this hook's time ends first."""
-        load = self.snapshot_load
+        load = self.load.snapshot
         snapshot_index: SegmentIndex | None = None
         if load is not None:
             try:
@@ -411,22 +410,19 @@ class KnowledgeBaseState:
                                self.kb_id, error)
         if self.loaded:
             return
-        if self.adopting is None:
-            # Shielded: a hook that ends meanwhile (no host call is left in it) must not leave the
-            # index half adopted.
-            self.adopting = asyncio.ensure_future(self._adopt_snapshot(load, snapshot_index))
-        await asyncio.shield(self.adopting)
+        # Shielded: a hook that ends meanwhile (no host call is left in it) must not leave the
+        # index half adopted.
+        await asyncio.shield(self.load.adopt(lambda: self._adopt_snapshot(load, snapshot_index)))
 
     async def _adopt_snapshot(self, load: SnapshotLoad | None, snapshot_index: SegmentIndex | None) -> None:
         try:
             await self._reconcile_snapshot(snapshot_index)
         except BaseException:
-            self.adopting = None  # the next hook tries again
+            self.load.adoption_failed()  # the next hook tries again
             raise
         if snapshot_index is not None and load is not None:
             self.snapshot.manifest_read(load.names)
-        self.snapshot_load = None
-        self.loaded = True
+        self.load.adopted()
 
     async def _reconcile_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
         async with self.index_guard:
@@ -453,10 +449,10 @@ class KnowledgeBaseState:
                 self.fresh = True  # the collection may not exist (`_reread_meta`, `open_collection`)
             if empty and self.has_vectors is not False:
                 # storage has nothing: look in the vector DB (`ensure_loaded`, once it may be touched)
-                self.look_in_vector_db = True
+                self.repair.storage_knows_nothing()
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
-                    len(self.index), len(self.to_index), ", files to find in the vector DB" if self.discovery else "")
+                    len(self.index), len(self.to_index), ", files to find in the vector DB" if self.repair.finding_files else "")
 
     def _apply_meta(self, meta: KbMeta) -> None:
         self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
@@ -486,13 +482,13 @@ class KnowledgeBaseState:
         # (the hook's own budget too: once it is spent, storage reads return nothing at once and
         # the loop would spin without progress until `deadline`)
         while self.indexing and time.monotonic() < deadline and remaining() > 0:
-            discovery = self.discovery
+            discovery = self.repair.discovery
             if not self.to_index and discovery is not None:
                 found = await with_retries(lambda: discovery.step(host, collection_id))
                 self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
                                                           and self.files.is_answer(f))))
-                if discovery.done and self.discovery is discovery:
-                    self.discovery = None
+                if discovery.done:
+                    self.repair.discovered(discovery)
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
             records = await self.file_records(host, collection_id, batch)
@@ -506,7 +502,7 @@ class KnowledgeBaseState:
         if not self.indexing:
             # A repair ends once every file it found is indexed: the files of the last discovery
             # step are read above still without trusting their (possibly stale) stored records.
-            self.trust_records = True
+            self.repair.indexed_everything()
         if changed or self.snapshot.dirty:
             await self._persist_index(KbStore(host, self.kb_id))
         if changed and not self.indexing:
@@ -736,7 +732,7 @@ class KnowledgeBaseState:
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.unrecorded.discard(file_id)
-            self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
+            self.repair.forget_file(file_id)
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
             gone = await store.delete_record(file_id)
@@ -922,13 +918,11 @@ class KnowledgeBaseState:
                 old = await run_blocking(self.index.take_changes)
                 self.index = SegmentIndex()
                 self.records.clear()
-                self.adopted.clear()
                 self.to_index = {}
-                self.discovery = FileDiscovery()
-                self.trust_records = False
+                self.repair.rebuild()
                 self.snapshot.drop_all(old.manifest)
             store = KbStore(host, self.kb_id)
-            self.fresh, self.has_vectors, self.loaded = False, True, True
+            self.fresh, self.has_vectors = False, True
             await self._save_meta(store)
         await self.continue_indexing(host, collection_id, deadline)
         return not self.indexing
@@ -945,27 +939,8 @@ class KnowledgeBaseState:
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its
         metadata so it can be returned with text and citation."""
-        meta = result.get("metadata") or {}
-        file_id = meta.get("file_id")
-        if not self.may_know(str(file_id or "")):
-            return None
-        chunk_id = str(result["id"])
-        known = self.adopted.get(chunk_id)
-        if known is not None:
-            return known
-        text = meta.get("text") or result.get("document")
-        if not text or not file_id:
-            return None
-        index = meta.get("chunk_index")
-        page = meta.get("page")
-        if len(self.adopted) >= ADOPTED_LIMIT:
-            self.adopted.clear()
-        chunk = self.adopted[chunk_id] = ChunkRecord(
-            chunk_id, str(file_id), int(index) if isinstance(index, (int, float)) else 0, str(text),
-            str(meta.get("heading") or ""), int(page) if isinstance(page, (int, float)) and page else None,
-            document_name=str(meta.get("document_name") or ""),
-        )
-        return chunk
+        file_id = (result.get("metadata") or {}).get("file_id")
+        return self.repair.chunk_from_hit(result) if self.may_know(str(file_id or "")) else None
 
     # ================================================================ internals
     async def _clear_journal(self, store: KbStore, file_id: str) -> None:

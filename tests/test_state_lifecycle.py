@@ -342,12 +342,12 @@ async def test_repair_marks_the_kb_as_having_vectors_and_keeps_its_metric(harnes
     assert metric is not None
     host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
     assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
-    assert state.has_vectors is True and state.loaded and state.meta_dirty
+    assert state.meta.has_vectors is True and state.loaded and state.meta.dirty
     host.faults.clear()
     await harness.retrieve(KB, "solar")  # the meta write is retried
     meta = await harness.invoke(KbStore(host, KB).load_meta)
     assert meta is not None and meta.has_vectors is True and meta.metric == metric
-    assert not state.meta_dirty
+    assert not state.meta.dirty
 
 
 # ---------------------------------------------------------------- vector hits without a record
@@ -449,7 +449,7 @@ async def test_the_kb_mark_that_storage_refused_is_written_by_a_later_request(ha
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar")
     state = state_of(harness)
-    assert state.meta_dirty and state.metric is not None
+    assert state.meta.dirty and state.metric is not None
     host.faults.clear()
     await harness.retrieve(KB, "solar")
     meta = await harness.invoke(KbStore(host, KB).load_meta)
@@ -572,7 +572,7 @@ async def test_the_metric_and_the_has_vectors_mark_are_stored_once_measured(harn
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar")
     state = state_of(harness)
-    assert state.metric is not None and not state.meta_dirty
+    assert state.metric is not None and not state.meta.dirty
     assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
     assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
     assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
@@ -684,7 +684,7 @@ async def test_the_first_upload_into_a_created_kb_stores_that_it_has_vectors(har
     meta = await harness.invoke(KbStore(host, KB).load_meta)
     assert meta is not None and meta.has_vectors is True
     state = state_of(harness)
-    assert state.has_vectors is True and not state.fresh and not state.meta_dirty
+    assert state.meta.has_vectors is True and not state.fresh and not state.meta.dirty
 
 
 async def test_a_restart_keeps_the_measured_metric(harness: Harness, host):

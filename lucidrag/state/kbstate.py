@@ -50,6 +50,7 @@ from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.loadstate import LoadState
+from lucidrag.state.metastate import Mark, MetaState, Presence
 from lucidrag.state.repairstate import RepairMode, RepairState
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
@@ -85,15 +86,7 @@ class KnowledgeBaseState:
     kb_id: str
     index: SegmentIndex = field(default_factory=SegmentIndex)
     records: RecordCache = field(default_factory=RecordCache)
-    metric: Metric | None = None
-    # True while the KB's collection may not exist: plugin storage says the KB never had a vector
-    # (meta written at KB creation), cannot say (the meta unreadable), or holds nothing of the KB,
-    # and nothing else says otherwise. Then nothing may touch the vector DB but an upsert of the
-    # model's vectors (an ingest's, or `open_collection`'s probe) -- LangBot's Milvus adapter
-    # creates a missing collection with dimension 1536 on any search/list/delete, which then
-    # refuses every vector of another dimension.
-    fresh: bool = False
-    has_vectors: bool | None = None  # what the stored meta says (None: unknown)
+    meta: MetaState = field(default_factory=MetaState)  # the stored meta and the collection
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
     writes: WriteGate = field(default_factory=WriteGate)  # an ingest's writes; closed when the KB is deleted
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
@@ -116,14 +109,6 @@ class KnowledgeBaseState:
     # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
     unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
-    meta_dirty: bool = False
-    # the stored meta says (or may still say) "never had a vector": a restart would not look for
-    # files in the vector DB, nor adopt journalled ones
-    empty_mark_stored: bool = False
-    meta_unknown: bool = False  # the stored meta exists (or may) but could not be read yet
-    # whether plugin storage holds the KB's meta (None: unknown). Written at KB creation, so
-    # False means a host whose storage writes fail, or storage lost: see `_storage_is_empty`
-    meta_stored: bool | None = None
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
@@ -141,11 +126,21 @@ class KnowledgeBaseState:
         return len(self.index) > 0 or bool(self.to_index)
 
     @property
+    def fresh(self) -> bool:
+        """The KB's collection may not exist: nothing may touch the vector DB but an upsert of the
+        model's vectors (metastate.py)."""
+        return self.meta.fresh
+
+    @property
     def never_had_vectors(self) -> bool:
         """This KB never had a vector (the stored mark says so, or this process created it), and
         nothing here says otherwise (not merely unknown, as while the meta cannot be read or
         storage holds nothing of the KB: `fresh` covers that too)."""
-        return self.fresh and self.has_vectors is False
+        return self.meta.never_had_vectors
+
+    @property
+    def metric(self) -> Metric | None:
+        return self.meta.metric
 
     @property
     def indexing(self) -> bool:
@@ -278,7 +273,7 @@ class KnowledgeBaseState:
                 # Unknown: deleting first is safe only where the collection surely exists (on a
                 # KB without vectors, Milvus would create it with dimension 1536). LangBot gives
                 # every upload a new id, so a skipped delete costs nothing in practice.
-                return self.has_vectors is True and not self.fresh
+                return self.meta.mark is Mark.SOME and not self.fresh
             self.seed(snapshot)
         return file_id in (self.stored_ids or ()) or self._may_have_vectors(file_id)
 
@@ -303,8 +298,7 @@ class KnowledgeBaseState:
             # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
             self.snapshot.listed(snapshot.index_segments(self.kb_id))
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
-            if self.meta_stored is None:
-                self.meta_stored = snapshot.has_meta(self.kb_id)
+            self.meta.listed(snapshot.has_meta(self.kb_id))
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
                 indexed = self.index.file_ids()
                 self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
@@ -325,7 +319,7 @@ class KnowledgeBaseState:
                         await self._open(host)
             # A KB that may never have had a vector is only known to be `fresh` (nothing may touch
             # its vectors) once loaded: it is loaded at once.
-            if wait_s == math.inf or not self.load.reading or self.has_vectors is False or self.meta_unknown:
+            if wait_s == math.inf or not self.load.reading or self.meta.mark is Mark.NONE_YET or self.meta.unreadable:
                 async with holding(self.lock):
                     if not self.loaded:
                         await self._finish_load(host)
@@ -335,7 +329,7 @@ class KnowledgeBaseState:
                     await asyncio.wait([reading], timeout=wait_s)
                 if not self.loaded:
                     return
-        if self.meta_unknown and self.has_vectors is None:
+        if self.meta.unreadable and self.meta.mark is Mark.UNKNOWN:
             await self._reread_meta(host)
         if index_now and self.repair.mode is RepairMode.TO_LOOK and not self.fresh:
             # Not from an ingest: listing a collection that does not exist yet makes LangBot's
@@ -371,16 +365,12 @@ class KnowledgeBaseState:
         store = KbStore(host, self.kb_id)
         meta = await store.load_meta()
         listing: KeySnapshot | None = None
-        if meta is None and self.has_vectors is not True:
+        if meta is not None:
+            self.meta.read(meta)
+        elif self.meta.mark is not Mark.SOME:
             # missing, or storage failed: only a listing tells (a mark we cannot read may say "empty")
             listing = await list_keys(host)
-            self.meta_unknown = listing is None or listing.has_meta(self.kb_id)
-            self.empty_mark_stored = self.meta_unknown
-        if meta is not None:
-            self.meta_stored = True
-            self._apply_meta(meta)
-        elif listing is not None:
-            self.meta_stored = listing.has_meta(self.kb_id)
+            self.meta.unreadable_at_open(listing.has_meta(self.kb_id) if listing is not None else None)
         if self.stored_ids is None:
             snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
@@ -445,31 +435,22 @@ class KnowledgeBaseState:
                 self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
         if not len(self.index) and not self.to_index:
             empty = self._storage_is_empty()
-            if self.has_vectors is False or (self.has_vectors is None and (self.meta_unknown or empty)):
-                self.fresh = True  # the collection may not exist (`_reread_meta`, `open_collection`)
-            if empty and self.has_vectors is not False:
+            if self.meta.mark is Mark.NONE_YET or (self.meta.mark is Mark.UNKNOWN
+                                                   and (self.meta.unreadable or empty)):
+                self.meta.may_be_missing()  # (`_reread_meta`, `open_collection`)
+            if empty and self.meta.mark is not Mark.NONE_YET:
                 # storage has nothing: look in the vector DB (`ensure_loaded`, once it may be touched)
                 self.repair.storage_knows_nothing()
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
                     len(self.index), len(self.to_index), ", files to find in the vector DB" if self.repair.finding_files else "")
 
-    def _apply_meta(self, meta: KbMeta) -> None:
-        self.empty_mark_stored = meta.has_vectors is False and self.has_vectors is not True
-        self.metric = self.metric or meta.metric
-        if self.has_vectors is None:  # what this process learnt is newer than storage
-            self.has_vectors = meta.has_vectors
-
     async def _reread_meta(self, host: HostApi) -> None:
         """The meta could not be read at load: try again (one read per hook until it answers)."""
         meta = await KbStore(host, self.kb_id).load_meta()
         if meta is None:
             return
-        self.meta_unknown = False
-        self.meta_stored = True
-        self._apply_meta(meta)
-        if self.fresh and self.has_vectors is not False:
-            self.fresh = False  # (and storage is not empty: nothing to look for in the vector DB)
+        self.meta.read(meta)
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),
@@ -532,14 +513,11 @@ class KnowledgeBaseState:
     async def first_vectors_written(self, store: KbStore) -> None:
         """The KB now has vectors: clear the "never had a vector" mark at once, so that a restart
         does not take the KB for empty."""
-        self.fresh = False
-        if self.has_vectors is not True:
-            self.has_vectors = True
+        if self.meta.first_vectors():
             await self._save_meta(store)
 
     async def set_metric(self, store: KbStore, metric: Metric) -> None:
-        self.metric = metric
-        self.has_vectors = True
+        self.meta.metric_learnt(metric)
         await self._save_meta(store)
 
     async def commit_ingest(self, store: KbStore, record: FileRecord) -> bool:
@@ -557,9 +535,9 @@ class KnowledgeBaseState:
                 if await store.save_record(record):
                     saved = True
                     break
-            if self.meta_dirty:
+            if self.meta.dirty:
                 await self._save_meta(store)
-            if not saved and (self.empty_mark_stored
+            if not saved and (self.meta.may_say_empty
                               or (file_id in self.unjournalled and not self._storage_is_empty())):
                 # a restart would take the KB for empty (it neither adopts the journal entry nor
                 # looks), or trust storage, which names the file nowhere
@@ -603,19 +581,15 @@ class KnowledgeBaseState:
         the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
         manifest alone names no file: segments held in memory only are not in it.)"""
         return (self.stored_ids is not None and not self.stored_ids and not self.snapshot.live
-                and self.meta_stored is False)
+                and self.meta.presence is Presence.ABSENT)
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
         return await self._name_unsaved_files(store) and await store.save_record(record)
 
     async def _save_meta(self, store: KbStore) -> None:
-        meta = KbMeta(self.metric, self.has_vectors)
-        saved = await self._name_unsaved_files(store) and await store.save_meta(meta)
-        self.meta_dirty = not saved
-        if saved:
-            self.meta_stored = True
-            self.empty_mark_stored = self.has_vectors is False
+        meta = self.meta.to_save()
+        self.meta.saved(await self._name_unsaved_files(store) and await store.save_meta(meta))
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None,
                            record_sent: bool = False) -> None:
@@ -693,7 +667,7 @@ class KnowledgeBaseState:
             await self.abort_ingest(store, PROBE_FILE_ID, False, dim)  # `reconcile` removes what it left
             return False
         await self.abort_ingest(store, PROBE_FILE_ID, True)
-        self.fresh = False
+        self.meta.exists()
         return True
 
     async def remove_first_write(self, host: HostApi, collection_id: str, file_id: str, dim: int) -> None:
@@ -756,7 +730,7 @@ class KnowledgeBaseState:
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:
         """Retry the storage writes that failed earlier."""
-        if self.meta_dirty and time.monotonic() < deadline:
+        if self.meta.dirty and time.monotonic() < deadline:
             await self._save_meta(store)
         for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
@@ -802,7 +776,7 @@ class KnowledgeBaseState:
         return kind == "file" and self.files.state(ident) in _RECORD_MAY_BE_WRITTEN
 
     def needs_upkeep(self) -> bool:
-        return bool(self.meta_dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
+        return bool(self.meta.dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
                     or self.journals or self.snapshot.needs_upkeep()
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))
@@ -849,7 +823,7 @@ class KnowledgeBaseState:
             if entry is None:  # already settled: JOURNALLED -> as it is
                 self.files.move(file_id, None)
                 continue
-            if self.has_vectors is False:
+            if self.meta.mark is Mark.NONE_YET:
                 # The stored mark says the KB never got its first vector (it is cleared right after
                 # the first upsert; a file that COMPLETED while it could not be cleared has its
                 # record, since a commit there needs one). A file with a record and an entry of its
@@ -922,7 +896,7 @@ class KnowledgeBaseState:
                 self.repair.rebuild()
                 self.snapshot.drop_all(old.manifest)
             store = KbStore(host, self.kb_id)
-            self.fresh, self.has_vectors = False, True
+            self.meta.first_vectors()
             await self._save_meta(store)
         await self.continue_indexing(host, collection_id, deadline)
         return not self.indexing

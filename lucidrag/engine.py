@@ -426,7 +426,7 @@ async def _first_writes(store: KbStore, state: KnowledgeBaseState | None,
     journalled = set(snapshot.journal_ids(store.kb_id) if snapshot else []) | (state.journals if state else set())
     out: dict[str, int] = {}
     for file_id in sorted(journalled):
-        dim = state.first_writes.get(file_id) if state is not None else None
+        dim = state.files.first_write_dim(file_id) if state is not None else None
         if dim is None:
             entry = await store.read_journal(file_id, strict=True)
             dim = entry.dim if entry is not None else None

@@ -122,8 +122,8 @@ async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: 
     failed = await harness.ingest(KB, "solar.txt", SOLAR)
     assert failed.status == DocumentStatus.FAILED
     state = state_of(harness)
-    assert state.in_flight == set() and state.journals == set() and not state.unjournalled
-    assert state.files.state(failed.document_id) is FileState.DELETED, "its vectors are gone: nothing to settle"
+    assert state.in_flight == set() and state.journals == set() and not state.files.unjournalled()
+    assert state.files.state(failed.document_id) is FileState.FAILED, "its vectors are gone: nothing to settle"
     assert failed.document_id in state.unsettled, "a FAILED file is never an answer"
     assert journal_key(KB, failed.document_id) not in host.storage
     assert not state.needs_upkeep()
@@ -378,13 +378,13 @@ async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_thei
 
 
 async def test_a_file_whose_record_is_rebuilt_leaves_unrecorded_for_the_keyword_index(harness: Harness, host):
-    """`unrecorded` only grew: a file whose record was rebuilt from its vectors and saved stayed in
-    it and out of the keyword index (which the load took it out of) for the process' lifetime."""
+    """A file the load found UNRECORDED (and took out of the keyword index) whose record is rebuilt
+    from its vectors and saved is COMMITTED and found by keyword again."""
     solar, back = await _restarted_after_losing_solars_record(harness, host)
     assert await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"})  # rebuilds it
     assert record_keys(host, solar.document_id)
     state = state_of(back)
-    assert state.unrecorded == set()
+    assert not state.files.of(FileState.UNRECORDED)
     texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
     assert texts and "42 kilowatts" in texts[0]
 
@@ -416,7 +416,7 @@ def test_a_chunk_is_learnt_from_its_vector_metadata():
     assert set(state.repair.adopted) == {"c1", "7", "c3"}
     state.repair.discovered(state.repair.discovery)  # the index is complete: a file nothing names is a failed ingest's leftover
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is None
-    state.unrecorded.add("f8")  # the index snapshot named it, its record was lost
+    state.files.move("f8", FileState.UNRECORDED)  # the index snapshot named it, its record was lost
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is not None
 
 

@@ -94,20 +94,9 @@ class KnowledgeBaseState:
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
-    # ABORTED files whose vectors may be in the collection of a KB that never had a vector (file id
-    # -> their dimension): `remove_first_write` removes them
-    first_writes: dict[str, int] = field(default_factory=dict)
-    # INGESTING files without a journal entry (file id -> chunks): begun while plugin storage held
-    # nothing of the KB and failed the write, so a restart finds them in the vector DB; and ABORTED
-    # ones whose "0 chunks" entry failed too (0)
-    unjournalled: dict[str, int] = field(default_factory=dict)
     # files that are ingested but not in the index yet (restart without a current snapshot)
     to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
-    # files the index snapshot named without a stored record: deleted while the snapshot lagged
-    # (their vectors went first) or whose record storage lost (their vectors are still answers).
-    # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
-    unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
@@ -171,7 +160,7 @@ class KnowledgeBaseState:
     @property
     def unsaved(self) -> Mapping[str, FileRecord | None]:
         """Committed files whose record `flush` still has to write (file id -> record)."""
-        return self.files.of(FileState.UNSAVED)
+        return self.files.unsaved_records()
 
     async def keyword_search(self, query: str, top_k: int, file_ids: set[str] | None = None) -> list[KeywordHit]:
         async with self.index_guard:
@@ -221,18 +210,19 @@ class KnowledgeBaseState:
                         continue
                     self.records.put(record)
                     if await self._save_record(store, record):
-                        self._recorded(record.file_id)
+                        self._recorded(record.file_id)  # (UNRECORDED ->) COMMITTED
                     else:
                         self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
     def _recorded(self, file_id: str) -> None:
         """The file's record was just saved. A file the keyword index lacks (the snapshot named it
-        without a record, so the load took it out: `unrecorded`; or only a segment held in memory
-        named it before a restart) is indexed from it, so `unrecorded` only shrinks after the load."""
+        without a record, so the load took it out: UNRECORDED; or only a segment held in memory
+        named it before a restart) is indexed from it, so UNRECORDED files only leave after the load."""
         if self.stored_ids is not None:
             self.stored_ids.add(file_id)
-        self.unrecorded.discard(file_id)
+        if self.files.state(file_id) is FileState.UNRECORDED:
+            self.files.committed(file_id)
         if self.loaded and file_id not in self.index and file_id not in self.in_flight:
             self.to_index[file_id] = None
 
@@ -251,10 +241,11 @@ class KnowledgeBaseState:
                            self.kb_id, file_id, describe(error))
             return None
         if not items:
-            self.unrecorded.discard(file_id)  # deleted while the index snapshot lagged
+            if self.files.state(file_id) is FileState.UNRECORDED:
+                self.files.forget(file_id)  # deleted while the index snapshot lagged
             return None
         if not any(str(item.get("id")) == first for item in items):
-            if file_id not in self.files and file_id not in self.index and file_id not in self.unrecorded:
+            if file_id not in self.files and file_id not in self.index:
                 self.files.move(file_id, FileState.ABORTED)
                 logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
                                self.kb_id, file_id, len(items))
@@ -285,13 +276,14 @@ class KnowledgeBaseState:
 
     def _may_have_vectors(self, file_id: str) -> bool:
         """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
-        return file_id in self.files and self.files.state(file_id) is not FileState.DELETED
+        return file_id in self.files and self.files.state(file_id) not in (FileState.DELETED, FileState.FAILED)
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this
         process already knows (every later change of this KB went through this object)."""
         if self.stored_ids is None:
-            self.stored_ids = set(snapshot.record_ids(self.kb_id)) - set(self.files.of(FileState.DELETED))
+            self.stored_ids = (set(snapshot.record_ids(self.kb_id)) - set(self.files.of(FileState.DELETED))
+                               - set(self.files.of(FileState.FAILED)))
             for file_id in snapshot.journal_ids(self.kb_id):
                 if file_id not in self.files:  # this process knows better about its own files
                     self.files.move(file_id, FileState.JOURNALLED)
@@ -421,7 +413,8 @@ class KnowledgeBaseState:
             indexed = self.index.file_ids()
             if self.stored_ids is not None:
                 gone = sorted(indexed - self.stored_ids - set(self.files))
-                self.unrecorded.update(gone)
+                for file_id in gone:
+                    self.files.move(file_id, FileState.UNRECORDED)
                 if len(gone) > max(16, len(indexed) // 2):
                     # Not a few deletes the snapshot missed: it belongs to other records. Removing
                     # files one by one without their terms would cost more than indexing afresh.
@@ -498,16 +491,19 @@ class KnowledgeBaseState:
         fail). If not, the file is left as it was and no vector may be written: a vector nothing
         durable names could outlive a failed rollback and a restart, and then nothing would
         remove it (or the rebuild repair would adopt a FAILED file)."""
-        previous, record = self.files.state(file_id), self.files.unsaved_record(file_id)
+        previous, facts = self.files.state(file_id), self.files.facts(file_id)
         self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):
                 return True
         if self._storage_is_empty():
-            self.unjournalled[file_id] = chunks
+            self.files.set_unjournalled(file_id, chunks)
             return True
-        if self.files.state(file_id) is FileState.INGESTING:
-            self.files.move(file_id, previous, record)
+        if self.files.state(file_id) is FileState.INGESTING:  # back as it was
+            if previous is None:
+                self.files.forget(file_id)
+            else:
+                self.files.move(file_id, previous, facts=facts)
         return False
 
     async def first_vectors_written(self, store: KbStore) -> None:
@@ -538,17 +534,17 @@ class KnowledgeBaseState:
             if self.meta.dirty:
                 await self._save_meta(store)
             if not saved and (self.meta.may_say_empty
-                              or (file_id in self.unjournalled and not self._storage_is_empty())):
+                              or (self.files.facts(file_id).unjournalled is not None
+                                  and not self._storage_is_empty())):
                 # a restart would take the KB for empty (it neither adopts the journal entry nor
                 # looks), or trust storage, which names the file nowhere
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
-            self.unjournalled.pop(file_id, None)
             await self._index([record])
             self.records.put(record)
             if saved:
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)
-                self.files.move(file_id, None)  # COMMITTED
+                self.files.committed(file_id)
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
             self.to_index.pop(file_id, None)
@@ -566,13 +562,13 @@ class KnowledgeBaseState:
         entry, which a restart adopts from the vectors (or removes, if incomplete)."""
         if not self._storage_is_empty():
             return True
-        for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
+        for file_id, record in self.files.unsaved_records().items():
             if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
                 return False
-        for file_id, chunks in list(self.unjournalled.items()):
-            if not await store.write_journal(JournalEntry(file_id, chunks, self.first_writes.get(file_id))):
+        for file_id, chunks in self.files.unjournalled().items():
+            if not await store.write_journal(JournalEntry(file_id, chunks, self.files.first_write_dim(file_id))):
                 return False
-            self.unjournalled.pop(file_id, None)
+            self.files.set_unjournalled(file_id, None)
         return True
 
     def _storage_is_empty(self) -> bool:
@@ -599,34 +595,35 @@ class KnowledgeBaseState:
         may have landed with its answer lost, or land later). Otherwise the next reconciliation
         deletes the vectors and the record (`dim`: the vectors' dimension, for a KB that never had
         a vector); after a `record_sent`, only the next process does (TOMBSTONED)."""
-        unjournalled = self.unjournalled.pop(file_id, None) is not None
+        unjournalled = self.files.facts(file_id).unjournalled is not None
         if vectors_removed:
             try:
-                await self.delete_file(store, file_id, record_sent=record_sent)  # FAILED: never an answer
+                await self.delete_file(store, file_id, record_sent=record_sent, failed=True)  # never an answer
                 return
             except BudgetSpent:
                 pass  # the KB's lock was not free within the hook's time: `reconcile` does it
         self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors (and record)
-        if dim is not None:
-            self.first_writes[file_id] = dim
+        self.files.set_first_write_dim(file_id, dim)
         # A restart must not take a complete set of vectors for a commit whose bookkeeping was
         # lost: the entry now says "nothing confirmed written" (best effort).
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, 0, dim)):
                 self.undeleted_journals.discard(file_id)
                 if record_sent:
-                    self.files.move(file_id, FileState.TOMBSTONED)
+                    self.files.move(file_id, FileState.TOMBSTONED, failed=True)
+                    self.files.set_first_write_dim(file_id, dim)
                 break
         else:
             if unjournalled:  # still named by storage's emptiness alone: journalled before a first save
-                self.unjournalled[file_id] = 0
+                self.files.set_unjournalled(file_id, 0)
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
         """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
         unknown and not settled yet (ABORTED here, or journalled by a dead process), else None.
         StorageReadFailed if its journal entry could not be read."""
-        if file_id in self.first_writes:
-            return self.first_writes[file_id]
+        known = self.files.first_write_dim(file_id)
+        if known is not None:
+            return known
         if self.files.state(file_id) is not FileState.JOURNALLED:
             return None
         entry = await store.read_journal(file_id, strict=True)
@@ -679,12 +676,12 @@ class KnowledgeBaseState:
         and writes into an existing one), then the file's vectors are deleted by file id, that
         one included. Raises if either call fails (nothing is then known to be removed)."""
         await remove_first_write(host, collection_id, file_id, dim, self.first_write)
-        self.first_writes.pop(file_id, None)
+        self.files.set_first_write_dim(file_id, None)
 
     # ================================================================ delete
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
-                          record_sent: bool = False) -> bool:
+                          record_sent: bool = False, failed: bool = False) -> bool:
         """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
         Returns whether the deletion is durable: no record of the file is left in plugin storage,
         or its journal entry, rewritten "0 chunks", makes a restart's `reconcile` remove it (a
@@ -701,17 +698,15 @@ class KnowledgeBaseState:
             if delete_vectors is not None:
                 await delete_vectors()
             may_land = record_sent or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED)
-            self.files.move(file_id, FileState.DELETING)
-            self.unjournalled.pop(file_id, None)
+            self.files.move(file_id, FileState.DELETING, failed=failed)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
-            self.unrecorded.discard(file_id)
             self.repair.forget_file(file_id)
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
             gone = await store.delete_record(file_id)
             if gone and not may_land:
-                self.files.move(file_id, FileState.DELETED)
+                self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
                 if self.stored_ids is not None:
                     self.stored_ids.discard(file_id)
                 await self._clear_journal(store, file_id)
@@ -723,7 +718,7 @@ class KnowledgeBaseState:
             if marked:
                 self.undeleted_journals.discard(file_id)
             if may_land and (marked or gone):
-                self.files.move(file_id, FileState.TOMBSTONED)  # left to the next process
+                self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # left to the next process
             # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
             return marked or gone
 
@@ -732,14 +727,14 @@ class KnowledgeBaseState:
         """Retry the storage writes that failed earlier."""
         if self.meta.dirty and time.monotonic() < deadline:
             await self._save_meta(store)
-        for file_id, record in list(self.files.of(FileState.UNSAVED).items()):
+        for file_id, record in self.files.unsaved_records().items():
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
             async with holding(self.lock):  # a delete landing during the save would be undone by it
                 if self.files.state(file_id) is not FileState.UNSAVED:
                     continue  # deleted meanwhile
                 if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
-                    self.files.move(file_id, None)
+                    self.files.committed(file_id)
                     self._recorded(file_id)
                     if not self.snapshot.dirty:
                         await self._clear_journal(store, file_id)
@@ -748,7 +743,8 @@ class KnowledgeBaseState:
                 return
             async with holding(self.lock):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
-                    self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
+                    failed = self.files.facts(file_id).failed  # DELETING -> FAILED / DELETED
+                    self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
                     if self.stored_ids is not None:
                         self.stored_ids.discard(file_id)
                     await self._clear_journal(store, file_id)
@@ -804,24 +800,24 @@ class KnowledgeBaseState:
         for file_id in sorted(self.journals):
             if time.monotonic() >= deadline:
                 return
-            if self.fresh and not self.never_had_vectors and file_id not in self.first_writes:
+            dim = self.files.first_write_dim(file_id)
+            if self.fresh and not self.never_had_vectors and dim is None:
                 continue  # whether the collection exists is unknown yet: no call may create it
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
                 if self.fresh:
-                    await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> DELETED
-                        host, store, collection_id, file_id, self.first_writes.get(file_id)))
-                    self.first_writes.pop(file_id, None)
+                    await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> FAILED
+                        host, store, collection_id, file_id, dim), failed=True)
                     continue
                 await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
-                self.first_writes.pop(file_id, None)
-                await self.delete_file(store, file_id)  # ABORTED -> DELETED
+                self.files.set_first_write_dim(file_id, None)
+                await self.delete_file(store, file_id, failed=True)  # ABORTED -> FAILED
                 continue
             try:
                 entry = await store.read_journal(file_id, strict=True)
             except StorageReadFailed:
                 continue  # unknown yet: it stays JOURNALLED (no answer) for a later upkeep
-            if entry is None:  # already settled: JOURNALLED -> as it is
-                self.files.move(file_id, None)
+            if entry is None:  # settled by another process: JOURNALLED -> as it is
+                self.files.forget(file_id)
                 continue
             if self.meta.mark is Mark.NONE_YET:
                 # The stored mark says the KB never got its first vector (it is cleared right after
@@ -836,7 +832,7 @@ class KnowledgeBaseState:
                     continue  # which files have a record is not known yet
                 recorded = file_id in self.stored_ids
                 if (recorded and entry.chunks > 0) or (entry.dim is None and not recorded):
-                    self.files.move(file_id, None)
+                    self.files.forget(file_id)  # committed, or nothing of it was ever written
                     await self._clear_journal(store, file_id)
                     continue
                 if entry.dim is None:
@@ -860,7 +856,10 @@ class KnowledgeBaseState:
                     await self._index([record])
                     self.to_index.pop(file_id, None)
                     saved = stored is record or await self._save_record(store, record)
-                    self.files.move(file_id, None if saved else FileState.UNSAVED, record)
+                    if saved:
+                        self.files.committed(file_id)
+                    else:
+                        self.files.move(file_id, FileState.UNSAVED, record)
                     if saved and self.stored_ids is not None:
                         self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
@@ -908,7 +907,7 @@ class KnowledgeBaseState:
         at once): never answers. While the snapshot is still being read, a stored record names it."""
         return self.files.is_answer(file_id) and (
             self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
-            or file_id in self.unrecorded or (self.loading and file_id in (self.stored_ids or ())))
+            or self.files.state(file_id) is FileState.UNRECORDED or (self.loading and file_id in (self.stored_ids or ())))
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its

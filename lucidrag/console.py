@@ -31,7 +31,8 @@ from lucidrag.base.settings import (
 from lucidrag.engine import Engine
 from lucidrag.retrieval.retrieve import Hit, citation
 from lucidrag.state.failures import FailureRecord, forget_failure, list_failures
-from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.kbstate import PROBE_FILE_ID, KnowledgeBaseState
+from lucidrag.state.lifecycle import FileState
 from lucidrag.state.querylog import QueryLog
 from lucidrag.state.querystats import WINDOWS, entry_row, summary, to_csv, to_json
 from lucidrag.state.records import FileRecord
@@ -198,6 +199,8 @@ class Console:
         files = [_file_row(record, "unsaved" if fid in state.unsaved else "ready")
                  for fid, record in sorted(records.items(), key=lambda kv: kv[1].name.lower())]
         files += [_failure_row(f) for f in failures if f.file_id not in known]
+        reasoned = known | {f.file_id for f in failures} | {PROBE_FILE_ID}
+        files += [_failed_here_row(fid) for fid in sorted(state.files.of(FileState.FAILED)) if fid not in reasoned]
         files += [_interrupted_row(fid) for fid in interrupted if fid not in known]
         files += [_ingesting_row(fid) for fid in sorted(state.in_flight) if fid not in known]
         settings = await load_creation_settings(self.host, ref.kb_id)
@@ -434,6 +437,13 @@ def _interrupted_row(file_id: str) -> dict[str, Any]:
             "reason": "The plugin stopped while this file was being written (LangBot shows it as interrupted).",
             "advice": "Remove the vectors it left (button), then upload the file again. LangBot itself refuses "
             "to delete an interrupted file.", "advice_key": "interrupted", "langbot_file": "", "removal": "interrupted"}
+
+
+def _failed_here_row(file_id: str) -> dict[str, Any]:
+    """A file whose ingest never committed (a restart found it cut off) and whose vectors were removed."""
+    return {"file_id": file_id, "title": "", "format": "", "status": "failed", "chunks": 0, "pages": "",
+            "reason": "Its upload never finished (the plugin stopped while writing it); what it wrote was removed.",
+            "advice": "Upload the file again.", "advice_key": "cut_off", "langbot_file": "", "removal": ""}
 
 
 def _ingesting_row(file_id: str) -> dict[str, Any]:

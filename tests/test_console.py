@@ -574,6 +574,23 @@ async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_o
     assert host.vectors_of(KB, solar.document_id)
 
 
+async def test_an_upload_a_crash_cut_off_shows_as_failed_once_the_restart_removed_it(harness: Harness, host):
+    """The restarted plugin removes what the cut-off upload wrote; the file list says it failed
+    (not deleted, not interrupted): it has to be uploaded again."""
+    from tests.test_state_runtime import KB as kb
+    from tests.test_state_runtime import crash_during_upsert, long_text
+
+    await create_kb(harness, host, kb_id=kb)
+    await harness.ingest(kb, "a.txt", SOLAR)
+    crashed = await crash_during_upsert(harness, long_text(400))
+    host.faults.clear()
+    back, page2, _ = restarted_console(host)
+    await back.retrieve(kb, "solar")  # its upkeep settles the journal entry
+    assert host.vectors_of(kb, crashed) == [] and journal_key(kb, crashed) not in host.storage
+    row = rows(await api(page2, "/kb", kb_id=kb))[crashed]
+    assert row["status"] == "failed" and row["advice_key"] == "cut_off"
+
+
 async def test_a_file_adopted_after_a_crash_that_langbot_shows_interrupted_can_be_removed_here(harness: Harness, host):
     """kill -9 after the last vector was written: LangBot marks the file interrupted for good and
     refuses to delete it; the restarted plugin adopts it (it is complete and searchable). The

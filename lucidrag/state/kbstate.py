@@ -840,8 +840,8 @@ class KnowledgeBaseState:
                     continue
                 if entry.chunks and not await store.write_journal(JournalEntry(file_id, 0, entry.dim)):
                     continue  # a restart must never adopt the probe `remove_first_write` writes
-                await self.delete_file(store, file_id, self.first_write_remover(  # JOURNALLED -> DELETED
-                    host, store, collection_id, file_id, entry.dim))
+                await self.delete_file(store, file_id, self.first_write_remover(  # JOURNALLED -> FAILED / DELETED
+                    host, store, collection_id, file_id, entry.dim), failed=entry.chunks > 0)
                 continue
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
@@ -872,7 +872,8 @@ class KnowledgeBaseState:
             else:
                 if items:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
-                await self.delete_file(store, file_id)
+                # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
+                await self.delete_file(store, file_id, failed=entry.chunks > 0)
                 if items or entry.chunks:
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))

@@ -33,7 +33,8 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
-from lucidrag.state.kbstate import KnowledgeBaseState, remove_first_write
+from lucidrag.state.journals import remove_first_write
+from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys

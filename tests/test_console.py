@@ -565,7 +565,7 @@ async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_o
     solar = await harness.ingest(KB, "a.txt", SOLAR)
     for key in [k for k in host.storage if "/file/" in k or "/kw/" in k or k.endswith("/meta")]:
         del host.storage[key]  # storage lost: files are found again in the vector DB
-    monkeypatch.setattr("lucidrag.state.kbstate.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
+    monkeypatch.setattr("lucidrag.state.kbload.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
     _, page2, _ = restarted_console(host)
 
     assert (await api(page2, "/scan", kb_id=KB))["orphans"] == []

@@ -16,7 +16,7 @@ import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.engine as engine_module
-import lucidrag.state.kbstate as kbstate_module
+import lucidrag.state.kbload as kbload_module
 import lucidrag.state.repairstate as repairstate
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
@@ -100,7 +100,7 @@ async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(har
              for i in range(3)]
     for key in [k for k in host.storage if "/kw/" in k]:
         del host.storage[key]  # no snapshot: the files wait in `to_index`
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     back = restarted(host)
     state = state_of(back)
     await state.ensure_loaded(back.host, KB)
@@ -110,7 +110,7 @@ async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(har
     await back.component.delete_document(KB, files[0].document_id)
     assert files[0].document_id not in state.known_files()
     assert not [f for f in listed if f.get("file_id") == files[0].document_id], "nothing left to index of it"
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 60.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 60.0)
     assert await back.texts(KB, "gadget bay", settings={**KEYWORD, "top_k": 10})
     assert state.index.file_ids() == {f.document_id for f in files[1:]}
 
@@ -627,7 +627,7 @@ async def test_other_kbs_uploads_continue_finding_a_kbs_files_in_the_vector_db(h
         await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
     for key in [k for k in host.storage if k.startswith(f"lucidrag/v1/kb/{KB}/")]:
         del host.storage[key]  # storage lost everything of this KB: its files are found in the vector DB
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
     back = restarted(host)
     await back.retrieve(KB, "gadget", settings=KEYWORD)

@@ -90,7 +90,7 @@ class FileReads(KbCore):
                 self.files.forget(file_id)  # deleted while the index snapshot lagged
             return None
         if not any(str(item.get("id")) == first for item in items):
-            if file_id not in self.files and file_id not in self.index:
+            if self.files.state(file_id) in (None, FileState.TO_INDEX) and file_id not in self.index:
                 self.files.move(file_id, FileState.ABORTED)
                 logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
                                self.kb_id, file_id, len(items))

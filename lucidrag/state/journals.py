@@ -58,7 +58,7 @@ class JournalSettling(KbCore):
             except StorageReadFailed:
                 continue  # unknown yet: it stays JOURNALLED (no answer) for a later upkeep
             if entry is None:  # settled by another process: JOURNALLED -> as it is
-                self.files.forget(file_id)
+                self._settled_elsewhere(file_id)
                 continue
             if self.meta.mark is Mark.NONE_YET:
                 # The stored mark says the KB never got its first vector (it is cleared right after
@@ -73,7 +73,7 @@ class JournalSettling(KbCore):
                     continue  # which files have a record is not known yet
                 recorded = file_id in self.stored_ids
                 if (recorded and entry.chunks > 0) or (entry.dim is None and not recorded):
-                    self.files.forget(file_id)  # committed, or nothing of it was ever written
+                    self._settled_elsewhere(file_id)  # committed, or nothing of it was ever written
                     await self._clear_journal(store, file_id)
                     continue
                 if entry.dim is None:
@@ -95,7 +95,6 @@ class JournalSettling(KbCore):
                     stored = await store.load_record(file_id)
                     record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
                     await self._index([record])
-                    self.to_index.pop(file_id, None)
                     saved = stored is record or await self._save_record(store, record)
                     if saved:
                         self.files.committed(file_id)
@@ -118,6 +117,13 @@ class JournalSettling(KbCore):
                 if items or entry.chunks:
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
+
+    def _settled_elsewhere(self, file_id: str) -> None:
+        """JOURNALLED -> COMMITTED (TO_INDEX while the index lacks it) if storage has its record,
+        else forgotten."""
+        self.files.forget(file_id)
+        if file_id in (self.stored_ids or ()) and file_id not in self.index and self.loaded:
+            self.files.to_index(file_id)
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
         """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is

@@ -55,8 +55,6 @@ class KbCore:
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
     stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
-    # files that are ingested but not in the index yet (restart without a current snapshot)
-    to_index: dict[str, None] = field(default_factory=dict)  # (ordered; O(1) removal)
     repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
@@ -70,6 +68,11 @@ class KbCore:
     def known_files(self) -> set[str]:
         """Files that are ingested and committed (indexed, or waiting to be)."""
         return self.index.file_ids() | set(self.to_index)
+
+    @property
+    def to_index(self) -> Mapping[str, None]:
+        """Committed files the keyword index lacks yet, in the order they are indexed (TO_INDEX)."""
+        return self.files.of(FileState.TO_INDEX)
 
     def has_files(self) -> bool:
         return len(self.index) > 0 or bool(self.to_index)
@@ -149,7 +152,7 @@ class KbCore:
         if self.files.state(file_id) is FileState.UNRECORDED:
             self.files.committed(file_id)
         if self.loaded and file_id not in self.index and file_id not in self.in_flight:
-            self.to_index[file_id] = None
+            self.files.to_index(file_id)
 
     def has_committed(self, file_id: str) -> bool:
         """Whether this process knows the file as committed (indexed, to be indexed, or with a
@@ -184,7 +187,6 @@ class KbCore:
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.repair.forget_file(file_id)
-            self.to_index.pop(file_id, None)
             await self._persist_index(store)
             gone = await store.delete_record(file_id)
             if gone and not may_land:

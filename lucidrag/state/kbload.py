@@ -68,7 +68,8 @@ class KbLoad(FileReads):
             self.meta.listed(snapshot.has_meta(self.kb_id))
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
                 indexed = self.index.file_ids()
-                self.to_index.update(dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight)))
+                for file_id in sorted(self.stored_ids - indexed - self.in_flight):
+                    self.files.to_index(file_id)
 
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
                             wait_s: float = math.inf) -> None:
@@ -176,6 +177,7 @@ class KbLoad(FileReads):
         self.load.adopted()
 
     async def _reconcile_snapshot(self, snapshot_index: SegmentIndex | None) -> None:
+        unindexed: list[str] = []
         async with self.index_guard:
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
@@ -194,8 +196,10 @@ class KbLoad(FileReads):
                 for file_id in gone:  # deleted while the snapshot could not be updated
                     await run_blocking(self.index.remove_file, file_id, None)
                 self.snapshot.dirty = self.snapshot.dirty or bool(gone)
-                self.to_index = dict.fromkeys(sorted(self.stored_ids - indexed - self.in_flight))
-        if not len(self.index) and not self.to_index:
+                unindexed = sorted(self.stored_ids - indexed - self.in_flight)  # (JOURNALLED ones too)
+                for file_id in unindexed:
+                    self.files.to_index(file_id)
+        if not len(self.index) and not unindexed:
             empty = self._storage_is_empty()
             if self.meta.mark is Mark.NONE_YET or (self.meta.mark is Mark.UNKNOWN
                                                    and (self.meta.unreadable or empty)):
@@ -228,8 +232,8 @@ class KbLoad(FileReads):
             discovery = self.repair.discovery
             if not self.to_index and discovery is not None:
                 found = await with_retries(lambda: discovery.step(host, collection_id))
-                self.to_index.update(dict.fromkeys(sorted(f for f in found if f not in self.index
-                                                          and self.files.is_answer(f))))
+                for file_id in sorted(f for f in found if f not in self.index):
+                    self.files.to_index(file_id)
                 if discovery.done:
                     self.repair.discovered(discovery)
                 continue
@@ -238,9 +242,13 @@ class KbLoad(FileReads):
             async with holding(self.lock):  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
                                    and self.files.may_index(r.file_id)])
-                for file_id in batch:
-                    if file_id in records or remaining() > 0:  # unread for lack of time: next slice
-                        self.to_index.pop(file_id, None)
+                for file_id in batch:  # TO_INDEX -> COMMITTED; forgotten if it has neither record nor vectors
+                    if self.files.state(file_id) is not FileState.TO_INDEX:
+                        continue  # changed meanwhile
+                    if file_id in records:
+                        self.files.committed(file_id)
+                    elif remaining() > 0:  # unread for lack of time: next slice
+                        self.files.forget(file_id)
             changed = True
         if not self.indexing:
             # A repair ends once every file it found is indexed: the files of the last discovery
@@ -266,7 +274,8 @@ class KbLoad(FileReads):
                 old = await run_blocking(self.index.take_changes)
                 self.index = SegmentIndex()
                 self.records.clear()
-                self.to_index = {}
+                for file_id in list(self.to_index):
+                    self.files.forget(file_id)  # found again by the discovery
                 self.repair.rebuild()
                 self.snapshot.drop_all(old.manifest)
             store = KbStore(host, self.kb_id)

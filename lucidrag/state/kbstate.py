@@ -97,7 +97,6 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 self.files.committed(file_id)
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
-            self.to_index.pop(file_id, None)
             persisted = await self._persist_index(store)
             if saved and persisted:
                 await self._clear_journal(store, file_id)

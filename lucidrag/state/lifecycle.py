@@ -24,6 +24,7 @@ class FileState(Enum):
     # `first_write_dim` on a KB that never had a vector, `unjournalled` (0) if no entry names it
     ABORTED = "failed here, vectors may remain"
     UNSAVED = "committed, record not saved yet"  # its journal entry, or nothing if storage is empty
+    TO_INDEX = "committed, not in the keyword index yet"  # its record (`continue_indexing` indexes it)
     # the index snapshot named it and storage has no record of it: deleted while the snapshot
     # lagged (its vectors went first), or its record was lost (its vectors are still answers);
     # it leaves once its vectors are read (none: forgotten) or its record is saved (committed)
@@ -85,6 +86,12 @@ class FileTable:
         facts = facts if facts is not None else FileFacts(record if to is FileState.UNSAVED else None, failed=failed)
         if facts != FileFacts():
             self._facts[file_id] = facts
+
+    def to_index(self, file_id: str) -> None:
+        """A COMMITTED (or UNRECORDED) file the keyword index lacks -> TO_INDEX; a file in any other
+        state keeps it (its own transitions index it, or never)."""
+        if self._state.get(file_id) in (None, FileState.UNRECORDED, FileState.TO_INDEX):
+            self.move(file_id, FileState.TO_INDEX)
 
     def committed(self, file_id: str) -> None:
         """The file is COMMITTED: its record is stored (it leaves the table)."""

@@ -1,7 +1,7 @@
 """The lifecycle of one file of a knowledge base: the states it can be in, held in one table.
 
-A file the table does not hold is COMMITTED (its record is in plugin storage and it is, or is
-about to be, in the keyword index) or never seen; the table leaves it by one of two named
+A file the table does not hold is COMMITTED (its record is in plugin storage and it is in the
+keyword index, or will be once the KB's load adopts the snapshot) or never seen; the table leaves it by one of two named
 transitions, `committed` or `forget`. Every other state is an entry here, so a file is in exactly
 one state by construction, with the facts that belong to it (`FileFacts`); `KnowledgeBaseState`
 moves files between states, one method per transition (docs/DESIGN.md, "The file lifecycle",

@@ -118,7 +118,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return
             except BudgetSpent:
                 pass  # the KB's lock was not free within the hook's time: `reconcile` does it
-        self.files.move(file_id, FileState.ABORTED)  # `reconcile` removes its vectors (and record)
+        self.files.move(file_id, FileState.ABORTED, failed=True)  # `reconcile` removes its vectors (and record)
         self.files.set_first_write_dim(file_id, dim)
         # A restart must not take a complete set of vectors for a commit whose bookkeeping was
         # lost: the entry now says "nothing confirmed written" (best effort).

@@ -21,8 +21,9 @@ class FileState(Enum):
     INGESTING = "ingesting here"  # a journal entry, unless storage refused it (facts: `unjournalled`)
     JOURNALLED = "journalled by a dead process"  # its journal entry: reconcile adopts or removes it
     # maybe a journal entry ("0 chunks"); reconcile removes the vectors (and any record). Facts:
-    # `first_write_dim` on a KB that never had a vector, `unjournalled` (0) if no entry names it
-    ABORTED = "failed here, vectors may remain"
+    # `failed` (else deleted while the collection could not be touched yet), `first_write_dim` on
+    # a KB that never had a vector, `unjournalled` (0) if no entry names it
+    ABORTED = "failed (or deleted) here, vectors may remain"
     UNSAVED = "committed, record not saved yet"  # its journal entry, or nothing if storage is empty
     TO_INDEX = "committed, not in the keyword index yet"  # its record (`continue_indexing` indexes it)
     # the index snapshot named it and storage has no record of it: deleted while the snapshot
@@ -59,7 +60,7 @@ class FileFacts:
     unjournalled: int | None = None
     # ABORTED / TOMBSTONED on a KB that never had a vector: the dimension of vectors it may have left
     first_write_dim: int | None = None
-    failed: bool = False  # DELETING / TOMBSTONED: a failed file, not a deleted one
+    failed: bool = False  # ABORTED / DELETING / TOMBSTONED: a failed file, not a deleted one
 
 
 class FileTable:

@@ -345,6 +345,19 @@ REGRESSIONS: dict[str, History] = {
         Step([("retrieve", 6, "keyword", "not-file")], restart=True),
         Step([("delete", 6), ("ingest", 7, "small", 1)], lost=0.2),
     ]),
+    # (the simulation's own defect) the storage write a kill -9 cut short landed on a host whose
+    # storage writes all fail, and its journal key stayed: the real host refuses every such write
+    # (seeds 624, 1243, 1276, 1394)
+    "killed-write-lands-on-a-host-refusing-writes-624": History(624, "chroma", [
+        Step([("ingest", 0, "large", 0)], kill_after=16),
+    ], writes_fail=True),
+    # storage failed at a KB's creation and while a file of it FAILED; after a restart, with
+    # storage healthy and holding nothing of the KB, every delete of that file raised ("could not
+    # be deleted safely") until a question opened the collection (seeds 710, 787, 1001, 1560)
+    "failed-file-undeletable-before-the-collection-is-known-1560": History(1560, "chroma", [
+        Step([("create_kb", 2), ("ingest", 8, "medium", 2)], storage=1.0, restart=True),
+        Step([("delete", 8)]),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

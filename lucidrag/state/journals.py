@@ -23,6 +23,7 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, with_retries
 from lucidrag.state.kbcore import KbCore
+from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import FileRecord, chunk_uuid
@@ -160,18 +161,19 @@ class JournalSettling(KbCore):
         for it (every adapter's upsert creates a missing collection with the vector's dimension,
         and writes into an existing one), then the file's vectors are deleted by file id, that
         one included. Raises if either call fails (nothing is then known to be removed)."""
-        await remove_first_write(host, collection_id, file_id, dim, self.first_write)
+        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.late_writes)
         self.files.set_first_write_dim(file_id, None)
 
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
-                             first_write: asyncio.Lock | None = None) -> None:
+                             first_write: asyncio.Lock | None = None, late_writes: LateWrites | None = None) -> None:
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
     probe = [0.0] * dim
     probe[0] = 1.0
     chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
+    sender = late_writes or LateWrites()
     async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
-        await with_retries(lambda: host.vector_upsert(
+        await with_retries(lambda: sender.send(file_id, dim, lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[chunk_id],
-            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""]))
+            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""])))
     await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))

@@ -22,6 +22,7 @@ from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
+from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.loadstate import LoadState
 from lucidrag.state.metastate import MetaState, Presence
@@ -57,6 +58,7 @@ class KbCore:
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
     repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with an unanswered upsert
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
@@ -182,7 +184,9 @@ class KbCore:
         async with holding(self.lock):
             if delete_vectors is not None:
                 await delete_vectors()
-            may_land = record_sent or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED)
+            late_vectors = self.late_writes.may_land(file_id)
+            may_land = (record_sent or late_vectors
+                        or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
@@ -195,15 +199,18 @@ class KbCore:
                     self.stored_ids.discard(file_id)
                 await self._clear_journal(store, file_id)
                 return True
-            # A record is left, or LangBot may still write one: the entry keeps a restart from
-            # indexing it and makes its `reconcile` remove it (best effort where storage takes no
-            # write: there a late write cannot land either).
-            marked = await store.write_journal(JournalEntry(file_id, 0))
+            # A record is left, or LangBot may still write one or vectors: the entry keeps a
+            # restart from indexing it and makes its `reconcile` remove them (for a record, best
+            # effort where storage takes no write: there a late save cannot land either).
+            marked = await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
             if marked:
                 self.undeleted_journals.discard(file_id)
-            if may_land and (marked or gone):
+            if may_land and (marked or (gone and not late_vectors)):
                 self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # left to the next process
-            # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
+                if marked:
+                    self.late_writes.left_to_next_process(file_id)
+            # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
+            # may still land), or LangBot's retry does
             return marked or gone
 
     async def delete_file_later(self, store: KbStore, file_id: str) -> bool:

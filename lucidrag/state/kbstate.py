@@ -147,7 +147,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
             return False
         try:
-            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write)
+            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write, self.late_writes)
         except Exception as error:  # noqa: BLE001 - the next query tries again
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
@@ -177,10 +177,15 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return
             async with holding(self.lock):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
-                    failed = self.files.facts(file_id).failed  # DELETING -> FAILED / DELETED
-                    self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
                     if self.stored_ids is not None:
                         self.stored_ids.discard(file_id)
+                    failed = self.files.facts(file_id).failed
+                    if self.late_writes.may_land(file_id):  # the entry goes to the next process
+                        if await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id))):
+                            self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # DELETING -> TOMBSTONED
+                            self.late_writes.left_to_next_process(file_id)
+                        continue
+                    self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)  # DELETING -> …
                     await self._clear_journal(store, file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:

@@ -58,7 +58,7 @@ class KbCore:
     files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
     repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
-    late_writes: LateWrites = field(default_factory=LateWrites)  # files with an unanswered upsert
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with a write that may still land
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
@@ -303,7 +303,14 @@ class KbCore:
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
-        return await self._name_unsaved_files(store) and await store.save_record(record)
+        return await self._name_unsaved_files(store) and await self._put_record(store, record)
+
+    async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record; a failed save may still land (`late_writes`)."""
+        saved = await store.save_record(record)
+        if not saved:
+            self.late_writes.unanswered(record.file_id)
+        return saved
 
     async def _save_meta(self, store: KbStore) -> None:
         meta = self.meta.to_save()

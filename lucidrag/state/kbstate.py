@@ -78,7 +78,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         async with holding(self.lock):  # BudgetSpent, nothing changed, if it is not free in time
             saved = False
             for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
-                if await store.save_record(record):
+                if await self._put_record(store, record):
                     saved = True
                     break
             if self.meta.dirty:
@@ -167,7 +167,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             async with holding(self.lock):  # a delete landing during the save would be undone by it
                 if self.files.state(file_id) is not FileState.UNSAVED:
                     continue  # deleted meanwhile
-                if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                if record is not None and await self._put_record(store, record):  # UNSAVED -> COMMITTED
                     self.files.committed(file_id)
                     self._recorded(file_id)
                     if not self.snapshot.dirty:

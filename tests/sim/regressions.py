@@ -386,6 +386,13 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 5, "medium", 2)], storage=1.0),
         Step([("delete", 5), ("ingest", 5, "small", 2)]),
     ]),
+    # a document id uploaded again, shorter, COMPLETED though the earlier version's delete was
+    # refused: the earlier version's last chunks were answered (seeds 635, 1141)
+    "shorter-reupload-over-an-undeleted-version-635": History(635, "pgvector", [
+        Step([("ingest", 0, "small", 0)], vectors=0.2),
+        Step([("ingest", 2, "medium", 0)]),
+        Step([("ingest", 4, "bad", 0), ("ingest", 2, "small", 0)], vectors=0.5),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

@@ -225,13 +225,15 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, sto
         return
     with until(deadlines.rollback):
         try:
-            await state.delete_file(store, request.document_id, lambda: with_retries(
-                lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
+            if await state.delete_file(store, request.document_id, lambda: with_retries(
+                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))):
+                return
+            reason = "plugin storage refused it"
         except Exception as error:  # noqa: BLE001 - logged for the operator
-            logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
-                           "it is no answer and is removed later", request.kb_id, request.document_id,
-                           describe(error))
-            await state.abort_ingest(store, request.document_id, vectors_removed=False)
+            reason = describe(error)
+        logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
+                       "it is no answer and is removed later", request.kb_id, request.document_id, reason)
+        await state.abort_ingest(store, request.document_id, vectors_removed=False)
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
@@ -179,11 +179,34 @@ class KbCore:
         process (TOMBSTONED). Waits for the KB lock no longer than the hook's deadline
         (BudgetSpent, nothing done: the vectors go under the lock too).
 
-        Durable before: nothing (the vectors are gone). After: the record is gone, or the journal
-        entry names the file; the index snapshot follows as soon as storage takes it (`flush`)."""
+        With `delete_vectors`, the vectors go only once a restart could not bring the file back
+        by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
+        its record is deleted (if neither: False, nothing done). If they may have gone but the
+        call failed (its answer lost), the file is no answer any more (ABORTED: `reconcile`
+        finishes the deletion) and the error is raised.
+
+        Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
+        After: the record is gone, or the journal entry names the file; the index snapshot follows
+        as soon as storage takes it (`flush`)."""
         async with holding(self.lock):
+            marked = gone = False
+            if delete_vectors is not None and self.files.state(file_id) is not FileState.JOURNALLED:
+                # (a dead process's entry names a JOURNALLED file already)
+                dim = self.files.first_write_dim(file_id)
+                marked = await store.write_journal(JournalEntry(
+                    file_id, 0, dim if dim is not None else self.late_writes.dim(file_id)))
+                if not marked:
+                    gone = await store.delete_record(file_id)
+                    if not gone:
+                        return False
             if delete_vectors is not None:
-                await delete_vectors()
+                try:
+                    await delete_vectors()
+                except BaseException:
+                    facts = self.files.facts(file_id)  # (its first write's dimension stays known)
+                    self.files.move(file_id, FileState.ABORTED,  # `reconcile` deletes what is left
+                                    facts=replace(facts, record=None, failed=failed or facts.failed))
+                    raise
             late_vectors = self.late_writes.may_land(file_id)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
@@ -192,7 +215,7 @@ class KbCore:
             self.records.drop(file_id)
             self.repair.forget_file(file_id)
             await self._persist_index(store)
-            gone = await store.delete_record(file_id)
+            gone = gone or await store.delete_record(file_id)
             if gone and not may_land:
                 self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
                 if self.stored_ids is not None:
@@ -202,7 +225,7 @@ class KbCore:
             # A record is left, or LangBot may still write one or vectors: the entry keeps a
             # restart from indexing it and makes its `reconcile` remove them (for a record, best
             # effort where storage takes no write: there a late save cannot land either).
-            marked = await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
+            marked = marked or await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
             if marked:
                 self.undeleted_journals.discard(file_id)
             if may_land and (marked or (gone and not late_vectors)):

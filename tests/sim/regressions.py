@@ -395,22 +395,12 @@ REGRESSIONS: dict[str, History] = {
     ]),
 }
 
-OPEN_DEFECTS: dict[str, str] = {
-    # fixed for what they were kept for; they fail again on the check that a file whose delete
-    # returned False after its vectors went is no answer (its record brings it back)
-    "deleted-file-back-after-restart":
-        "a file whose delete returned False after its vectors went is answered by keyword after a restart",
-    "delete-returned-false-file-answered-by-keyword-12":
-        "a file whose delete returned False after its vectors went is answered by keyword",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 # Violations of the random histories that open defects explain (regular expressions over the
 # violation's text -> the defect): tests/sim/test_sim.py lets them pass and fails on any other.
 # Remove an entry once its defect is fixed.
 OPEN_IN_RANDOM_HISTORIES: dict[str, str] = {
-    r"whose delete returned False after its vectors were deleted":
-        "on storage that refuses the record's delete and its tombstone, a file whose vectors were "
-        "deleted is answered by keyword after a restart",
     r"^returned-gone: .*\(failed; upload \[[0-9]*\] of [0-9]+\)":
         "on storage that refuses the record's delete and its tombstone, a failed re-upload leaves the "
         "earlier version's record",

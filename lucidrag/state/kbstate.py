@@ -745,8 +745,9 @@ class KnowledgeBaseState:
         as soon as storage takes it (`flush`)."""
         async with holding(self.lock):
             marked = gone = False
-            if delete_vectors is not None and self.files.state(file_id) is not FileState.JOURNALLED:
-                # (a dead process's entry names a JOURNALLED file already)
+            if delete_vectors is not None and self.files.state(file_id) not in (FileState.JOURNALLED,
+                                                                                  FileState.ABORTED):
+                # (a JOURNALLED or ABORTED file has its entry, of a dead process or of the failure)
                 dim = self.first_writes.get(file_id, self.late_writes.dim(file_id))
                 marked = await store.write_journal(JournalEntry(file_id, 0, dim))
                 if not marked:

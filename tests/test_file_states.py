@@ -20,6 +20,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from lucidrag.state.storage_keys import file_record_key, index_manifest_key
 from tests import test_state_runtime
 from tests.conftest import FakePlugin, Harness
+from tests.fakes import ActionCallTimeoutError
 from tests.test_state_runtime import crash_during_upsert, long_text, restarted
 
 KB = "kb-states"
@@ -186,7 +187,7 @@ async def test_an_upload_cut_off_by_a_crash_is_never_answered_while_its_vectors_
 async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answer(
         host: FakePlugin, record_deleted: bool, still_indexing: bool):
     async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
-        if not record_deleted:  # neither the record's delete nor its tombstone (journal entry) takes
+        if not record_deleted:  # neither the record's delete nor its journal entry takes
             harness.host.fail("delete_plugin_storage", when=is_record_of("solar"))
             harness.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/journal/solar"))
         searched, deleted = asyncio.Event(), asyncio.Event()
@@ -210,12 +211,45 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
                 deleted.set()
             response = await query
             assert ok is record_deleted  # a failed record delete: LangBot keeps the file, it is deleted again
-            assert "solar" not in [entry.metadata["file_id"] for entry in response.results], mode
+            if record_deleted:
+                assert "solar" not in [entry.metadata["file_id"] for entry in response.results], mode
+            else:  # nothing was deleted: the file is whole, in every mode
+                assert harness.host.vectors_of(KB, "solar"), mode
         harness.host.vector_search = search  # type: ignore[method-assign]
         harness.host.faults.clear()
         assert await harness.component.delete_document(KB, "solar") is True
     for mode in MODES:
         assert "solar" not in await answered_files(restarted(host), SOLAR_QUESTION, mode), mode
+
+
+@STILL_INDEXING
+async def test_a_file_whose_reupload_fails_while_a_query_searches_is_not_in_that_querys_answer(
+        host: FakePlugin, still_indexing: bool):
+    """The re-upload fails after removing every vector of the file (FAILED, not DELETED): the hits
+    the query found before are no answers."""
+    async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
+        searched, failed = asyncio.Event(), asyncio.Event()
+        search = harness.host.vector_search
+
+        async def search_then_wait(*args: Any, **kwargs: Any) -> Any:
+            results = await search(*args, **kwargs)  # the file's vectors are among the results
+            searched.set()
+            await failed.wait()
+            return results
+
+        harness.host.vector_search = search_then_wait  # type: ignore[method-assign]
+        query = asyncio.ensure_future(
+            harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": "vector", "top_k": 10}))
+        await until(searched, query)
+        harness.host.vector_search = search  # type: ignore[method-assign]
+        harness.host.fail("vector_upsert")
+        try:
+            result = await harness.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
+        finally:
+            failed.set()
+        assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, "solar") == []
+        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+        assert state_of(harness).files.state("solar").name == "FAILED"
 
 
 # --------------------------------------------------------------------------- the keyword index
@@ -235,6 +269,13 @@ async def _reupload_failing_with_its_vectors_left(back: Harness, changed: asynci
     changed.set()
 
 
+async def _reupload_failing_with_its_vectors_removed(back: Harness, changed: asyncio.Event) -> None:
+    back.host.fail("vector_upsert")
+    result = await back.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
+    assert result.status == DocumentStatus.FAILED
+    changed.set()
+
+
 async def _delete(back: Harness, changed: asyncio.Event) -> None:
     try:
         await back.component.delete_document(KB, "solar")
@@ -248,8 +289,10 @@ async def _delete_whose_record_stays(back: Harness, changed: asyncio.Event) -> N
 
 
 @pytest.mark.parametrize("meanwhile", [_reupload_held_at_its_vectors, _reupload_failing_with_its_vectors_left,
-                                       _delete, _delete_whose_record_stays],
-                         ids=["re-uploading", "re-upload-failed", "deleted", "record-delete-failed"])
+                                       _reupload_failing_with_its_vectors_removed, _delete,
+                                       _delete_whose_record_stays],
+                         ids=["re-uploading", "re-upload-failed", "re-upload-failed-cleanly", "deleted",
+                              "record-delete-failed"])
 async def test_a_file_that_changes_while_a_restart_indexes_it_is_not_indexed_from_its_old_record(
         harness: Harness, host: FakePlugin, meanwhile: Callable[[Harness, asyncio.Event], Awaitable[None]]):
     await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
@@ -336,3 +379,24 @@ async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: Fa
     await harness.retrieve(KB, "tea")
     assert host.calls["delete_plugin_storage"] == deletes, "nothing is left to delete"
     assert await harness.component.delete_document(KB, "solar") is True
+
+
+async def test_a_delete_whose_vector_delete_lost_its_answer_is_answered_by_nothing(harness: Harness, host: FakePlugin):
+    """LangBot deleted the vectors but the answer was lost: the delete fails (LangBot keeps the
+    file), and the file is no answer by keyword either, now or after a restart."""
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    real = host.vector_delete
+
+    async def lost(*args: Any, **kwargs: Any) -> int:
+        await real(*args, **kwargs)
+        raise ActionCallTimeoutError("vector_delete: the action call timed out")
+
+    host.vector_delete = lost  # type: ignore[method-assign]
+    assert await harness.component.delete_document(KB, solar.document_id) is False
+    host.vector_delete = real  # type: ignore[method-assign]
+    for mode in MODES:
+        assert solar.document_id not in await answered_files(harness, SOLAR_QUESTION, mode), mode
+    back = restarted(host)
+    for mode in MODES:
+        assert solar.document_id not in await answered_files(back, SOLAR_QUESTION, mode), mode
+

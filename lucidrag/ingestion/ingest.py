@@ -32,12 +32,13 @@ from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
-from lucidrag.ingestion.document import Document, document_name, document_title
+from lucidrag.ingestion.document import Document, document_name
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id
+from lucidrag.state.latewrites import LateWrites
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import calibrate
@@ -45,10 +46,6 @@ from lucidrag.vectors.scoring import calibrate
 logger = logging.getLogger(__name__)
 
 UPSERT_BATCH = 100
-# A file of two chunks or more also gets a document vector: its name and opening, this many
-# characters (most embedding models read 256-512 tokens of it), so that retrieval can weigh what the
-# whole file is about beside each passage (retrieval/fusion.py, DOCUMENT_WEIGHT).
-DOCUMENT_VECTOR_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             await ready()
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
                 with upload_work():  # the file's own steps, before it touches the KB
-                    record, vectors, opening = await _prepare(host, embedder, request)
+                    record, vectors = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors. Not in a collection that may not exist (a
@@ -125,7 +122,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                         "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
                         "keep track of it. Nothing was kept; upload the file again."
                     )
-            await _write_vectors(host, state, store, request, record, vectors, opening)
+            await _write_vectors(host, state, store, request, record, vectors)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
         if begun:
@@ -146,9 +143,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     return IngestOutcome(len(record.chunks), record.format)
 
 
-async def _prepare(host: HostApi, embedder: Embedder,
-                   request: IngestRequest) -> tuple[FileRecord, np.ndarray, np.ndarray | None]:
-    """The file's record, its chunks' vectors and its document vector (nothing is written yet)."""
+async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) -> tuple[FileRecord, np.ndarray]:
+    """The file's record and its vectors (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await run_blocking(chunk_document, document, request.settings)
@@ -158,52 +154,28 @@ async def _prepare(host: HostApi, embedder: Embedder,
             "that the file opens correctly; for pictures without text (charts, photos) choose a "
             "vision model when creating the knowledge base."
         )
-    titled = with_title_line(document, request.settings.chunk_size)  # a .txt's title line is its title
-    name = document_name(titled, datetime.now(timezone.utc))
+    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc))
     record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))},
                                 upload_key(request.filename))
-    texts = [c.text for c in record.chunks]
-    opening = document_opening(document, document_title(titled)) if len(texts) > 1 else None
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
-                                   texts + ([opening] if opening else []))
-    return record, vectors[: len(texts)], (vectors[len(texts)] if opening else None)
-
-
-def document_opening(document: Document, title: str) -> str:
-    """What the document vector embeds: the document's own title (unless its text starts with it;
-    an untitled file's generated name would only add noise) and the start of its text."""
-    text = document.text
-    if title and not text.lstrip().startswith(title):
-        text = f"{title}\n{text}"
-    return text[:DOCUMENT_VECTOR_CHARS]
+                                   [c.text for c in record.chunks])
+    return record, vectors
 
 
 async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
-                         record: FileRecord, vectors: np.ndarray, opening: np.ndarray | None) -> None:
-    # the document vector rides with the last batch (chunk 0's in a file under UPSERT_BATCH
-    # chunks) when it has room, else it is written alone first
-    tail = (len(record.chunks) - 1) // UPSERT_BATCH * UPSERT_BATCH
-    carrier = tail if opening is not None and len(record.chunks) - tail < UPSERT_BATCH else None
-    writes: list[int | None] = list(upsert_order(len(record.chunks)))
-    if opening is not None and carrier is None:
-        writes.insert(0, None)
-    for n, start in enumerate(writes):
-        batch = record.chunks[start : start + UPSERT_BATCH] if start is not None else []
+                         record: FileRecord, vectors: np.ndarray) -> None:
+    for n, start in enumerate(upsert_order(len(record.chunks))):
+        batch = record.chunks[start : start + UPSERT_BATCH]
 
-        def upsert(b: list[ChunkRecord] = batch, s: int | None = start) -> Awaitable[None]:
-            first = s or 0
-            ids, metadata = [c.chunk_id for c in b], [c.metadata(record.format) for c in b]
-            rows, documents = vectors[first : first + len(b)].tolist(), [c.text for c in b]  # lists only for the call
-            if opening is not None and s == carrier:
-                document_id = document_vector_id(request.document_id)
-                ids.append(document_id)
-                metadata.append({"file_id": request.document_id, "uuid": document_id, "text": ""})
-                rows.append(opening.tolist())
-                documents.append("")
+        def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
             return with_retries(lambda: state.late_writes.send(record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
-                collection_id=request.collection_id, vectors=rows, ids=ids, metadata=metadata,
-                documents=documents)))
+                collection_id=request.collection_id,
+                vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
+                ids=[c.chunk_id for c in b],
+                metadata=[c.metadata(record.format) for c in b],
+                documents=[c.text for c in b],
+            )))
         async with state.writes.write():
             if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some
@@ -254,11 +226,15 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, sto
         return
     with until(deadlines.rollback):
         try:
-            await state.delete_file(store, request.document_id, lambda: with_retries(
-                lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
+            if await state.delete_file(store, request.document_id, lambda: with_retries(
+                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))):
+                return
+            reason = "plugin storage refused it"
         except Exception as error:  # noqa: BLE001 - logged for the operator
-            logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed (%s)",
-                           request.kb_id, request.document_id, describe(error))
+            reason = describe(error)
+        logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
+                       "it is no answer and is removed later", request.kb_id, request.document_id, reason)
+        await state.abort_ingest(store, request.document_id, vectors_removed=False)
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
@@ -332,13 +308,23 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
 
 
 async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:
-    """Re-ingesting a document id replaces it. A failure here (e.g. the collection does not exist
-    yet on some backends) is not fatal: ids are deterministic, so the upsert overwrites anyway."""
+    """Re-ingesting a document id replaces it: its earlier vectors go first. Raises
+    VectorStoreFailure if they could not: the new version's upsert overwrites only as many chunks
+    as it has (and Milvus inserts), so a shorter one would leave the earlier version answered."""
+    unanswered = LateWrites()  # a delete whose answer was lost may land after the new vectors
     try:
-        await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        await with_retries(lambda: unanswered.send(request.document_id, None, lambda: host.vector_delete(
+            request.collection_id, file_ids=[request.document_id])))
     except Exception as error:  # noqa: BLE001
-        logger.info("kb=%s doc=%s: no previous version removed (%s)", request.kb_id,
-                    request.document_id, describe(error))
+        if is_kb_gone(error):
+            return  # the upload fails once it writes (the KB's deletion closed its writes)
+        raise VectorStoreFailure(
+            f"The vector database did not remove the earlier version of this file ({describe(error)}). "
+            "Upload the file again."
+        ) from error
+    if unanswered.may_land(request.document_id):
+        raise VectorStoreFailure("The vector database did not answer in time while the earlier version of this "
+                                 "file was removed, so it could still remove the new one. Upload the file again.")
 
 
 async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request: IngestRequest, dim: int) -> bool:

@@ -110,7 +110,13 @@ def test_japanese_kana():
     assert tokenize("カタカナ", query=True) == ["カタ", "タカ", "カナ"]
     assert tokenize("ひらがな", query=True) == ["ひら", "らが", "がな"]
     assert "ひ" not in tokenize("ひらがな")  # no hiragana unigrams
-    assert tokenize("東京の天気", query=True) == ["東京", "京の", "の天", "天気"]
+    assert tokenize("東京の天気", query=True) == ["东京", "京の", "の天", "天気"]  # kanji fold like Hanzi
+
+
+def test_traditional_and_simplified_give_the_same_terms():
+    assert tokenize("臺灣的資料庫設定") == tokenize("台湾的资料库设定")
+    assert query_terms("資料庫怎麼備份？") == query_terms("资料库怎么备份？")
+    assert tokenize("裏", query=True) == tokenize("裡", query=True) == tokenize("里", query=True)  # variant forms too
 
 
 def test_mixed_scripts():

@@ -40,7 +40,9 @@ Layout (log-structured, like Lucene's segments)
   no per-posting work); the **manifest** (small, zlib'd JSON) lists the persisted segments in
   order with their size and CRC-32, the removed files of each (tombstones), and the name token
   and counter (unused on load: a loaded index names its segments with a new token, so none meets
-  a segment a crash left unnamed). ``take_changes`` returns the persisted segments created since
+  a segment a crash left unnamed), and the tokeniser's ``terms.TERMS_VERSION``: a manifest of
+  another version is refused like a corrupt one (``ValueError``), so the knowledge base indexes
+  its files again from their records. ``take_changes`` returns the persisted segments created since
   the last call, the names of persisted segments that are no longer referenced, and the manifest
   (and whether it changed); write the new segments, then the manifest, then delete the dropped
   ones. The files of the in-memory segments are in no manifest: the caller indexes them again
@@ -70,6 +72,7 @@ from lucidrag.index.terms import (
     HEADING_FIELD,
     HEADING_WEIGHT,
     MAX_QUERY_TERMS,
+    TERMS_VERSION,
     idf,
     query_terms,
 )
@@ -1001,7 +1004,8 @@ class SegmentIndex:
                   for s in self._segments if s.durable]
         changed = everything or listed != self._listed
         self._listed = listed
-        body = {"k1": self.k1, "b": self.b, "token": self._token, "next": self._next, "segments": listed}
+        body = {"k1": self.k1, "b": self.b, "terms": TERMS_VERSION, "token": self._token, "next": self._next,
+                "segments": listed}
         raw = json.dumps(body, separators=(",", ":")).encode("utf-8")
         return IndexChanges(new, dropped, _MANIFEST_MAGIC + bytes([_FORMAT_VERSION]) + zlib.compress(raw, 6), changed)
 
@@ -1027,6 +1031,8 @@ class SegmentIndex:
             raise ValueError(f"corrupt keyword-index manifest: {type(exc).__name__}: {exc}") from None
         if not ok or len({s["name"] for s in segs}) != len(segs):
             raise ValueError("corrupt keyword-index manifest: bad segment list")
+        if body.get("terms", 1) != TERMS_VERSION:  # the tokeniser changed: the files are indexed again
+            raise ValueError(f"keyword index of tokeniser version {body.get('terms', 1)}, not {TERMS_VERSION}")
         return body
 
     @staticmethod

@@ -17,8 +17,9 @@ API
       whole, with ``-``/``_`` removed when that differs ("err503", so "ERR-503" == "ERR503" ==
       "err_503"), and then its parts one by one. A token mixing letters and digits in at most
       three runs ("a1024", "ipv6", "sha256") also yields those runs ("1024", "ipv", "6").
-    * CJK (Han, kana, Hangul) runs: overlapping character bigrams; a run of length one gives the
-      character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
+    * CJK (Han, kana, Hangul) runs, Traditional characters folded to Simplified first
+      (``hanfold.FOLD``: a question in either script meets text in the other): overlapping
+      character bigrams; a run of length one gives the character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
       character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
       character query ("书", or "用Python写" → "用", "写") still finds a character that sits
       inside a longer run. Queries use bigrams for runs of two or more characters, plus the
@@ -34,6 +35,8 @@ API
     takes. A heading line is indexed as its own field (terms prefixed ``HEADING_FIELD``).
 Scoring helpers
 ---------------
+``TERMS_VERSION`` names this tokeniser's output: an index built by another (stored by an earlier
+release) is not loaded but built again from the records (``segindex``).
 ``idf(n, df)`` is shared with the segment index (``lucidrag.index.segindex``); ``MAX_QUERY_TERMS``
 bounds a query's terms. The reference BM25 index the segment index is tested against, and the
 coverage it is checked by (re-tokenising a hit's text), live in ``tests/reference_bm25.py``.
@@ -47,8 +50,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
+from lucidrag.index.hanfold import FOLD
+
 __all__ = [
     "MAX_QUERY_TERMS",
+    "TERMS_VERSION",
     "TokenizedChunk",
     "idf",
     "query_terms",
@@ -56,6 +62,10 @@ __all__ = [
     "tokenize",
     "tokenize_chunks",
 ]
+
+# The terms tokenize() gives for a text: raised whenever a change gives other terms for a text an
+# index may already hold (2: Traditional characters folded to Simplified).
+TERMS_VERSION = 2
 
 TokenizedChunk = tuple[str, dict[str, int]]
 """(chunk_id, {token: term frequency}) — the tokenised form of one chunk."""
@@ -209,9 +219,11 @@ def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list
                 terms = cache[tok] = _word_tokens(tok)
             extend(terms)
         elif len(run) == 1:
+            run = run.translate(FOLD)
             if run not in _CJK_STOP_CHARS:
                 out.append(run)
         else:
+            run = run.translate(FOLD)
             extend(cjk_terms(run))
             if unigrams:
                 extend([c for c in run if c not in _NO_DOC_UNIGRAM])
@@ -242,9 +254,11 @@ def query_terms(text: str) -> dict[str, float]:
             for term in terms:
                 put(term, 1.0 / len(terms) ** CODE_SHARE_EXPONENT)
         elif len(run) == 1:
+            run = run.translate(FOLD)
             if run not in _CJK_STOP_CHARS:
                 put(run, 1.0)
         else:
+            run = run.translate(FOLD)
             for term in cjk_terms(run):
                 put(term, 1.0)
             if QUERY_CJK_UNIGRAM_WEIGHT > 0.0:

@@ -12,11 +12,16 @@ Japanese kanji fold as well, consistently on both sides. About 4,100 entries.
 
 from __future__ import annotations
 
-from importlib.resources import files
+from importlib.util import find_spec
+from pathlib import Path
 
 __all__ = ["FOLD"]
 
-_DICTIONARIES = files("opencc") / "dictionary"
+# the wheel's data files, read without importing the package (its converter is not used)
+_spec = find_spec("opencc")
+if _spec is None or _spec.origin is None:
+    raise ImportError("opencc-python-reimplemented is not installed (requirements.txt)")
+_DICTIONARIES = Path(_spec.origin).parent / "dictionary"
 
 
 def _single_chars(name: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Weighted reciprocal-rank fusion: the ranking before score fusion (commit 84c8758), kept so that
+"""Weighted reciprocal-rank fusion, the baseline score fusion is measured against, kept so that
 scripts/bench_retrieval.py's `rrf*` variants can measure it against the default. Not shipped."""
 
 from __future__ import annotations

@@ -210,13 +210,19 @@ class Engine:
         state = inst.kb(kb_id)
         with hook_budget("delete"):
             await state.ensure_loaded(host, kb_id, index_now=False)
-            if state.fresh and not state.never_had_vectors:
-                # the meta is unread: a delete could make Milvus create the collection, skipping
-                # it could leave the file's vectors behind
-                raise PluginStorageFailure("LangBot's plugin storage could not be read, so the file "
-                                           "could not be deleted safely; delete the file again")
-
             store = KbStore(host, kb_id)
+            if state.fresh and not state.never_had_vectors:
+                # Whether the collection exists is unknown (the meta is unread, or storage holds
+                # nothing of the KB): a delete could make Milvus create it, skipping it could leave
+                # the file's vectors behind. They go once a query has opened the collection.
+                if not await state.delete_file_later(store, document_id):
+                    raise PluginStorageFailure("LangBot's plugin storage could not be read, so the file "
+                                               "could not be deleted safely; delete the file again")
+                logger.info("kb=%s doc=%s: deleted (its vectors, if any, once the collection is opened)",
+                            kb_id, document_id)
+                await self._upkeep(host, inst, "delete")
+                return
+
             # A KB that never had a vector has none to delete (and Milvus would create the
             # collection), unless a first write of this file had an unknown outcome.
             first_write = (state.first_write_remover(host, store, kb_id, document_id)

@@ -1,4 +1,4 @@
-"""Hostile but legal files (issue 9 item 7): time, characters and peak memory of parse + chunk.
+"""Hostile but legal files: time, characters and peak memory of parse + chunk.
 
     .venv/bin/python scripts/bench_hostile.py [CASE ...] [--timeout S] [--mem-limit-mb MB] [--list]
 

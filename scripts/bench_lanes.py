@@ -6,7 +6,7 @@ KB and on another one, and one file deleted from the uploading KB. Prints the an
 docs/BENCHMARKS.md ("Answers while scans upload").
 
     nice -n 10 /work/venv/bin/python scripts/bench_lanes.py                       # this checkout
-    git archive 63391d7 | tar -x -C /tmp/lucidrag-old
+    git archive <commit> | tar -x -C /tmp/lucidrag-old
     nice -n 10 /work/venv/bin/python scripts/bench_lanes.py --root /tmp/lucidrag-old   # another one
 
 The hooks run as `lbp run` runs them (tests/conftest.py's Harness of the checkout under --root:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 9 provider and upload numbers on the harsh fake host (tests/conftest.py: the SDK's
+"""Provider and upload numbers on the harsh fake host (tests/conftest.py: the SDK's
 bounded executor, blocking_work_scope, invocation binding, host calls that yield).
 
     /work/main/.venv/bin/python scripts/bench_providers.py [--uploads 8] [--kib 1024] [--kb 400]
@@ -104,7 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
     host_module.RETRY_DELAYS = (0.0, 0.0, 0.0)
-    if embedding.Embedder.__init__.__defaults__:  # before issue 9 the delays were a parameter here
+    if embedding.Embedder.__init__.__defaults__:  # an older Embedder took the delays as a parameter
         embedding.Embedder.__init__.__defaults__ = ((0.0, 0.0, 0.0),)
     print(f"model {MODEL}; python {sys.version.split()[0]}")
     for scenario in (concurrent_uploads(args.uploads, args.kib), burst_then_file(args.kb), scaled_scores()):

@@ -215,7 +215,7 @@ CONFIGS: list[Config] = [
     Config("doc-vector", "doc", {"search_mode": "vector"}, "one embedding per whole document, vector only"),
     Config("doc-bm25", "doc", {"search_mode": "keyword"}, "document-level BM25 (one chunk per document)"),
 ]
-# issue 11's bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10
+# the quality bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10
 BASELINES = ("vector", "keyword", "doc-vector", "doc-bm25")
 TARGET_MARGIN = 0.02
 
@@ -410,7 +410,7 @@ def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
 
 
 def _rrf_k(k: int):
-    """Weighted RRF with constant k (bench/rrf.py, the ranking before commit 84c8758)."""
+    """Weighted RRF with constant k (bench/rrf.py)."""
     def apply(bench: Bench) -> Callable[[], None]:
         from bench.rrf import fuse_rrf
         from lucidrag.retrieval import retrieve as r
@@ -518,7 +518,7 @@ VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
     "bm25=1.5/0.75": ("BM25Index k1=1.5, b=0.75", _bm25(1.5, 0.75)),
     "query-unigrams": ("keyword.tokenize: queries also use CJK unigrams", _query_unigrams),
     "score-fusion": ("fusion: convex combination of min-max normalised scores, BM25 strength "
-                     "(the script's own copy; lucidrag's default since 84c8758)", _score_fusion),
+                     "(the script's own copy of lucidrag's default)", _score_fusion),
 }
 
 

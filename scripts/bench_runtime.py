@@ -1,4 +1,4 @@
-"""Event-loop stalls and storage traffic of a KB's life after a restart (issue 9).
+"""Event-loop stalls and storage traffic of a KB's life after a restart.
 
     .venv/bin/python scripts/bench_runtime.py [--chunks 20000]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 12's scale benchmark: one knowledge base of up to 1,000,000 chunks (50,000 files x 20
+"""The scale benchmark: one knowledge base of up to 1,000,000 chunks (50,000 files x 20
 chunks), driven through the plugin's real hooks (the component's ingest / retrieve /
 delete_document / on_knowledge_base_delete, inside the SDK's invocation and blocking-work scopes,
 exactly as tests/conftest.Harness does), on the fake host or on Milvus Lite.
@@ -15,7 +15,7 @@ heading per chunk so each file is exactly 20 chunks) and saves a snapshot of the
 (plugin storage + vector DB) under --state-dir/<backend>-<size>; --reuse skips the build when the
 snapshot is there and was built by the same plugin code. Then it MEASURES in a fresh process (a plugin restart over that host state;
 RSS is that process's): first query after the restart, keyword and hybrid queries, deleting files,
-deleting the KB. It prints every row of issue 12's target table, and how each grows from size to
+deleting the KB. It prints every row of the scale target table, and how each grows from size to
 size (docs/BENCHMARKS.md, "Scale", says what each row means).
 
 Host call latency during the measurement (`--call-latency-ms`, default 1 ms per call) stands for
@@ -406,7 +406,7 @@ ROW_NAMES = ("plugin RSS (steady / peak)", "first query after a restart", "  lon
 
 
 def rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(row, target, value) for issue 12's table."""
+    """(row, target, value) for the scale target table."""
     if "aborted" in r:
         a = r["aborted"]
         return [(name, "", f"aborted: RSS {a['rss_mib']:,.0f} MiB during {a['phase']}" if i == 0 else "—")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation testing of LucidRAG's core with mutmut 3 (issue 21): does the unit suite notice when
+"""Mutation testing of LucidRAG's core with mutmut 3: does the unit suite notice when
 one line of the code changes? Not part of CI (hours for the whole core on 2 cores).
 
     /work/venv/bin/pip install -r requirements-mutation.txt
@@ -19,8 +19,8 @@ failing test. One worker (`--max-children 1`): the machine is shared. A rerun in
 --work-dir keeps the killed mutants of unchanged functions and runs the others again.
 
 Logging calls are not mutated (the text of a log line is not behaviour a user or the index sees).
-A surviving mutant listed in docs/TESTING.md's "Equivalent mutants" table (its mutmut name and
-why it cannot change behaviour) is counted as equivalent, not as a survivor. The score is
+A surviving mutant listed in tests/mutation_equivalents.toml (its mutmut name and why it cannot
+change behaviour) is counted as equivalent, not as a survivor. The score is
 killed / (killed + survived), timeouts counting as killed (the mutant made a test hang).
 """
 
@@ -32,13 +32,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTING_MD = ROOT / "docs" / "TESTING.md"
+EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 
-# Issue 21's priority order: if a full run does not fit, the first ones matter most.
+# In priority order: if a full run does not fit, the first ones matter most.
 MODULES = [
     "lucidrag/state/kbstate.py",
     "lucidrag/state/store.py",
@@ -176,13 +177,11 @@ def statuses(work: Path) -> dict[str, str]:
     return dict(re.findall(r"^\s*(\S+): (.+)$", out, re.MULTILINE))
 
 
-def equivalent_mutants() -> dict[str, str]:
-    """docs/TESTING.md rows `| <mutant name> | why |` under "Equivalent mutants"."""
-    if not TESTING_MD.exists():
-        return {}
-    text = TESTING_MD.read_text(encoding="utf-8")
-    section = text.split("## Equivalent mutants", 1)[-1] if "## Equivalent mutants" in text else ""
-    return dict(re.findall(r"^\| `([^`]+__mutmut_\d+)` \| (.+?) \|$", section, re.MULTILINE))
+def equivalent_mutants(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """Full mutmut name -> why it is equivalent, from the data file's per-module tables."""
+    with path.open("rb") as f:
+        tables = tomllib.load(f)
+    return {f"{slug(module)}.{name}": why for module, mutants in tables.items() for name, why in mutants.items()}
 
 
 def score(module: str, found: dict[str, str], equivalent: dict[str, str]) -> tuple[Counter, list[str]]:

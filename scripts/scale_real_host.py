@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19's real-host scale run: one LucidRAG knowledge base of N chunks through a real LangBot
+"""The real-host scale run: one LucidRAG knowledge base of N chunks through a real LangBot
 4.11.2 (database SQLite or PostgreSQL, vector DB Chroma), measured from outside as an operator sees it.
 
 Run by scripts/scale_real_host.sh (venvs, the PostgreSQL server, the private network namespace);

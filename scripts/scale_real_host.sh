@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19's real-host scale run (on demand, not in CI): scripts/scale_real_host.py through a real
+# The real-host scale run (on demand, not in CI): scripts/scale_real_host.py through a real
 # LangBot 4.11.2 with its database in SQLite or PostgreSQL, Chroma as vector DB.
 #
 #   nice -n 10 scripts/scale_real_host.sh --db sqlite|postgresql --chunks 10000 [--queries 60] [--out FILE]

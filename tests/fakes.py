@@ -6,7 +6,7 @@ and returns len(file_ids), nested metadata is rejected, a collection's dimension
 first upsert, `vector_list` pages, host-added `_langbot_*` keys, plugin storage per key. Every
 call is counted; faults can be injected per method.
 
-As harsh as the real runtime (SDK 0.7.18, issue 9): every call yields to the event loop (plus an
+As harsh as the real runtime (SDK 0.7.18): every call yields to the event loop (plus an
 optional `latency`), and a call made after the plugin invocation that issued it has ended is
 refused with RuntimeError('Plugin invocation has ended'), exactly like the SDK's
 `invocation_capability(handler).require_active()` in `Handler.call_action` (checked before the

@@ -38,7 +38,7 @@ def wide_rows(columns: int, rows: int) -> list[list[str]]:
 
 
 def wide_csv(columns: int = 5000, rows: int = 7) -> bytes:
-    """5,000 columns × 7 rows is the 154 KB CSV of issue 9."""
+    """5,000 columns × 7 rows: a 154 KB CSV."""
     return "\n".join(",".join(row) for row in wide_rows(columns, rows)).encode()
 
 
@@ -69,7 +69,7 @@ def ragged_csv(columns: int, rows: int) -> bytes:
 
 
 def text_bomb_zip(members: int = 100, chars_per_member: int = 2_000_000) -> bytes:
-    """A small archive of highly compressible text files: issue 9's 580 KB zip that expands to
+    """A small archive of highly compressible text files: a 580 KB zip that expands to
     199 million characters is members=100, chars_per_member=2,000,000 (roughly)."""
     sentence = "The quarterly report lists revenue, costs and the outlook for every region. "
     body = (sentence * (chars_per_member // len(sentence) + 1))[:chars_per_member].encode()

@@ -3,8 +3,7 @@
 `FakeHost.milvus()` reproduces what LangBot 4.11.2's Milvus adapter does (tests/fakes.py): COSINE
 similarity as distance, only text / file_id / uuid kept, an insert without `uuid` refused, filter
 clauses on other keys and `$and`/`$or` silently dropped, a missing collection created with
-dimension 1536 by any search/list/delete, and no query past offset + limit = 16384. Each test here
-failed before the fix it names.
+dimension 1536 by any search/list/delete, and no query past offset + limit = 16384.
 """
 
 from __future__ import annotations
@@ -174,7 +173,7 @@ async def test_kb_delete_uses_one_backend_call_per_500_files():
 
 
 async def test_kb_delete_past_its_budget_is_finished_by_the_next_requests_not_in_the_background(monkeypatch):
-    """Issue 9 item 2 / issue 12: no task may call the host after its hook returned (SDK 0.7.18
+    """No task may call the host after its hook returned (SDK 0.7.18
     refuses it), and LangBot refuses vector calls for the KB once the hook returned (it deletes the
     KB's row). So the vectors go inside the hook, in one call, and the plugin-storage keys that
     did not fit in the hook's budget go with the next hooks."""

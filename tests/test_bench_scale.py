@@ -1,5 +1,5 @@
-"""Smoke test of scripts/bench_scale.py (issue 12's scale benchmark) at 500 chunks: it drives the
-real hooks end to end and prints every row of the issue's target table. Numbers are not checked
+"""Smoke test of scripts/bench_scale.py (the scale benchmark) at 500 chunks: it drives the
+real hooks end to end and prints every row of its target table. Numbers are not checked
 (no wall-clock assertions); that every file ingested, every deleted file and the deleted KB left
 nothing behind is (the script's exit status)."""
 

@@ -91,7 +91,7 @@ def test_parent_child_children_point_at_a_bounded_parent_containing_them():
     assert len(result.chunks) > len(result.parents)
 
 
-# ---------------------------------------------------------------- packing invariants (issue 11)
+# ---------------------------------------------------------------- packing invariants
 import random  # noqa: E402
 
 _EN_WORDS = ("descaling pump boiler gasket warranty filter pressure steam valve grinder water "

@@ -1,4 +1,4 @@
-"""The edges of chunking that an operator sees in the chunks (issue 21's mutation pass): wide
+"""The edges of chunking that an operator sees in the chunks: wide
 tables cut into column groups that keep every value under its own column and row, table pieces
 that repeat their header, title lines, small JSON files kept whole, the sizes and overlaps of
 pieces, parent passages and their children, and the guard that cuts very long lines. Real

@@ -1,6 +1,6 @@
 """The Embedder on its own, against the fake host: which batches reach the provider, what the
 vectors look like, what the cache keys on, and which errors are retried, shrink the batch or fail
-the file (issue 21: these are the behaviours mutation testing found unguarded)."""
+the file."""
 
 from __future__ import annotations
 

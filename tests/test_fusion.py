@@ -109,7 +109,7 @@ def test_a_files_second_passage_follows_other_files_best_unless_far_better():
                   [], vector_weight=1.0)
     order = [f.chunk_id for f in diversify(spread, {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})]
     assert order == ["a1", "a2", "b1", "a3"], "the n-th passage is n x the margin lower"
-    # ... but a passage with no evidence never rises above a file's strong passages (issue 20)
+    # ... but a passage with no evidence never rises above a file's strong passages
     weak = fuse([Candidate("a1", 1.0), Candidate("a2", 0.99), Candidate("a3", 0.98), Candidate("b1", 0.0)],
                 [], vector_weight=1.0)
     order = [f.chunk_id for f in diversify(weak, {"a1": "a", "a2": "a", "a3": "a", "b1": "b"})]

@@ -1,4 +1,4 @@
-"""Issue 17 (9): every hook answers within LangBot's timeout for it, however slow the host is.
+"""Every hook answers within LangBot's timeout for it, however slow the host is.
 
 The hooks are called as LangBot calls them, under `asyncio.wait_for(hook, timeout)`: a hook that
 overran would raise TimeoutError here, as LangBot records a failure there. The timeouts are

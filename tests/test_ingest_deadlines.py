@@ -47,7 +47,7 @@ async def answered(harness: Harness, query: str, document_id: str) -> dict[str, 
 
 
 async def test_a_commit_whose_last_storage_call_outlives_the_work_time_completes(harness: Harness, host):
-    """The ingest's time used to cancel the commit wherever it was: here after the file was
+    """The ingest's time must not cancel the commit wherever it is: here after the file was
     committed, while its journal entry was being deleted, so LangBot was told FAILED for a file
     every query answers."""
     await harness.ingest(KB, "tea.txt", TEA)

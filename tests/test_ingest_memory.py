@@ -1,4 +1,4 @@
-"""Issue 17 (11): a big file's vectors are held as one float32 matrix, and become Python lists only
+"""A big file's vectors are held as one float32 matrix, and become Python lists only
 one upsert batch at a time; file records are encoded and decoded off the event loop. Memory is
 counted (objects alive at each upsert), not timed."""
 

@@ -41,7 +41,7 @@ async def created(harness: Harness, *kbs: str) -> None:
 async def test_a_delete_answers_in_time_while_another_kbs_unfinished_work_is_held_up(harness: Harness, host,
                                                                                       monkeypatch: pytest.MonkeyPatch):
     """KB A has a record to save later; a long change of A (a commit on slow storage) holds it.
-    A delete in KB B used to wait for A in its upkeep, past LangBot's 30 s."""
+    A delete in KB B must not wait for A in its upkeep, past LangBot's 30 s."""
     monkeypatch.setitem(budget.HOOK_TIMEOUT_S, "delete", 0.6)
     await created(harness, "kb-a", "kb-b")
     host.fail("set_plugin_storage", when=lambda key, **_: "/kb/kb-a/file/" in key)

@@ -1,5 +1,5 @@
-"""Issue 17's defects in the file lifecycle that a random history reaches too rarely: each test
-failed on main at 49f9afa (what went wrong is in its docstring)."""
+"""Defects of the file lifecycle that a random history reaches too rarely (what goes wrong without
+the guard is in each test's docstring)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 from langbot_plugin.api.definition.components.manifest import ComponentManifest
+
+import lucidrag
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGS = {"en_US", "zh_Hans", "zh_Hant", "ja_JP"}
@@ -60,3 +63,10 @@ def test_built_package_ships_the_plugin_but_not_tests_or_benchmarks(tmp_path):
     assert "manifest.yaml" in names and "lucidrag/engine.py" in names
     assert "components/knowledge_engine/lucid_rag.py" in names
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/", "docs/"))]
+
+
+def test_the_changelog_names_the_version_the_manifest_ships():
+    versions = re.findall(r"^## (\d+\.\d+\.\d+)\b", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.MULTILINE)
+    shipped = load("manifest.yaml")["metadata"]["version"]
+    assert versions and versions[0] == shipped == lucidrag.__version__
+    assert versions == sorted(versions, key=lambda v: tuple(map(int, v.split("."))), reverse=True)

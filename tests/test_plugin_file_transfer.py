@@ -1,5 +1,5 @@
-"""The plugin reads an uploaded file with a timeout that fits a large file (issue 9, found by the
-real-host stage of 8 concurrent 1-3 MB uploads: the SDK's 15 s default timed out)."""
+"""The plugin reads an uploaded file with a timeout that fits a large file (8 concurrent 1-3 MB
+uploads on a real host exceed the SDK's 15 s default)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 11: a title shared by every chunk must not outweigh the body match (BM25F-style heading
+"""A title shared by every chunk must not outweigh the body match (BM25F-style heading
 field), and equal fused scores are broken by the body match."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 19: after a restart the keyword index snapshot is read beside the hooks, not before the
+"""After a restart the keyword index snapshot is read beside the hooks, not before the
 first answer. Queries are answered from the vectors meanwhile; the read goes on across hooks
 without reading anything twice, with a bounded number of storage calls in flight, and stops with
 each hook (the SDK refuses host calls of a task that outlives its hook).

@@ -1,11 +1,11 @@
-"""Issue 9: LucidRAG under the real plugin runtime and real providers.
+"""LucidRAG under the real plugin runtime and real providers.
 
 The test world itself (conftest.py, fakes.py) runs like `lbp run`: the SDK's bounded executor,
 hooks inside `blocking_work_scope` and a bound invocation, host calls that yield and are refused
 once their invocation ended. The tests below prove that world is that harsh, then that the plugin
-copes: concurrent uploads (item 1), vectors that are not unit length (item 5), provider errors
-that must not poison the batch size and a dropped connection to LangBot (item 6), and the size of
-the vector cache (item 10).
+copes: concurrent uploads, vectors that are not unit length, provider errors
+that must not poison the batch size and a dropped connection to LangBot, and the size of
+the vector cache.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ async def test_the_loop_stall_monitor_sees_a_blocking_call():
     assert monitor.ticks > 1 and monitor.longest >= 0.04
 
 
-# ---------------------------------------------------------------- item 1: concurrent uploads
+# ---------------------------------------------------------------- concurrent uploads
 
 
 async def test_eight_uploads_at_once_all_complete_under_the_bounded_executor(harness: Harness, host):
@@ -92,7 +92,7 @@ async def test_eight_uploads_at_once_all_complete_under_the_bounded_executor(har
     assert all(host.vectors_of(KB, r.document_id) for r in results)
 
 
-# ---------------------------------------------------------------- item 5: vectors not unit length
+# ---------------------------------------------------------------- vectors not unit length
 
 
 @pytest.mark.parametrize("backend", ["chroma", "milvus"])
@@ -124,7 +124,7 @@ async def test_a_threshold_keeps_the_relevant_passage_of_a_non_unit_provider():
     assert texts and "42 kilowatts" in texts[0]
 
 
-# ---------------------------------------------------------------- item 6: provider errors
+# ---------------------------------------------------------------- provider errors
 
 
 def learned(harness: Harness) -> BatchSize:
@@ -209,7 +209,7 @@ def test_batch_size_grows_back_after_successes():
     assert fresh.size == 32
 
 
-# ---------------------------------------------------------------- item 10: vector cache size
+# ---------------------------------------------------------------- vector cache size
 
 
 def test_vector_cache_stores_float32_and_is_bounded_in_bytes():

@@ -1,4 +1,4 @@
-"""Issue 12: a big knowledge base restarts from a persisted keyword index, keeps only some records
+"""A big knowledge base restarts from a persisted keyword index, keeps only some records
 in memory, and indexes what its snapshot lacks in slices without blocking queries.
 
 A "restart" is a new plugin over the same host (vector DB and plugin storage).

@@ -1,4 +1,4 @@
-"""Issue 9: KB state survives crashes, restarts and failing plugin storage; filters find what matches;
+"""KB state survives crashes, restarts and failing plugin storage; filters find what matches;
 CPU work stays off the event loop; bulk uploads do not list storage once per file.
 
 A "restart" is a new Harness (new plugin object, new Engine) over the same vector DB and storage.
@@ -118,7 +118,7 @@ async def test_an_ingest_that_finished_but_lost_its_bookkeeping_is_adopted_after
 
 
 async def test_an_ingest_whose_record_cannot_be_saved_fails_instead_of_vanishing_at_the_next_restart(harness: Harness, host):
-    """Issue 17 #2: COMPLETED means a restart still knows the file. Storage already names other
+    """COMPLETED means a restart still knows the file. Storage already names other
     files (so a restart trusts it) and now fails every write: no record, no journal entry."""
     await harness.ingest(KB, "tea.txt", TEA)
     back = restarted(host)
@@ -135,7 +135,7 @@ async def test_an_ingest_whose_record_cannot_be_saved_fails_instead_of_vanishing
 
 
 async def test_an_ingest_whose_journal_entry_cannot_be_written_writes_no_vector(harness: Harness, host):
-    """Issue 17: a vector no durable entry names outlives a failed rollback and a restart (nothing
+    """A vector no durable entry names outlives a failed rollback and a restart (nothing
     would remove it, and a restart that finds no records adopts it: a FAILED file answered). So
     the journal entry comes before the first vector, or the ingest fails with nothing written."""
     await harness.ingest(KB, "tea.txt", TEA)
@@ -164,7 +164,7 @@ async def test_a_first_ingest_whose_journal_entry_cannot_be_written_writes_no_ve
 
 
 async def test_a_first_ingest_that_cannot_clear_the_new_kb_mark_fails_and_leaves_the_kb_usable(harness: Harness, host):
-    """Issue 17 #2: with "never had a vector" stored and not clearable, a restart would take the KB
+    """With "never had a vector" stored and not clearable, a restart would take the KB
     for empty and never look at the file's vectors: the ingest fails instead of a lost COMPLETED."""
     await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     host.fail("set_plugin_storage")

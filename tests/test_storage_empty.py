@@ -97,6 +97,37 @@ async def test_after_a_restart_a_query_gives_an_empty_kb_a_collection_of_the_mod
     assert (await back.ingest(KB, "tea.txt", TEA)).status == DocumentStatus.COMPLETED
 
 
+# ---------------------------------------------------------------- deleting before the collection is known
+async def test_a_failed_file_of_a_kb_whose_meta_write_failed_is_deleted_after_a_restart_without_a_collection():
+    host, harness = await a_kb_whose_meta_write_failed_at_creation()
+    host.fail("set_plugin_storage")  # still, while the file was uploaded
+    failed = await harness.ingest(KB, "empty.txt", b"")
+    assert failed.status == DocumentStatus.FAILED
+    host.faults.clear()
+    back = restarted(host)  # storage answers, and holds nothing of the KB
+    assert await back.component.delete_document(KB, failed.document_id) is True
+    assert KB not in back.host.dims
+    assert (await back.ingest(KB, "tea.txt", TEA)).status == DocumentStatus.COMPLETED
+    assert back.host.dims[KB] == DIM
+
+
+async def test_vectors_of_a_file_deleted_before_its_kbs_collection_is_known_go_with_the_first_query():
+    host, harness = await a_kb_whose_meta_write_failed_at_creation()
+    host.fail("set_plugin_storage")  # named by storage's emptiness alone
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector_upsert: simulated failure"))
+    host.fail("vector_delete")  # and the rollback fails
+    big = await harness.ingest(KB, "big.txt", long_text(1000), document_id="big")
+    assert big.status == DocumentStatus.FAILED and host.vectors_of(KB, "big")
+    host.faults.clear()
+    back = restarted(host)
+    assert await back.component.delete_document(KB, "big") is True
+    assert "big" not in await files_found(back, "component QX-7 inspected weeks team", KEYWORD)
+    assert host.vectors_of(KB, "big") == []
+    again = restarted(host)
+    for settings in (KEYWORD, VECTOR):
+        assert "big" not in await files_found(again, "component QX-7 inspected weeks team", settings)
+
+
 # ---------------------------------------------------------------- completeness read from the vectors
 async def test_the_vector_of_chunk_0_is_written_last(harness: Harness, host):
     real_upsert, batches = host.vector_upsert, []

@@ -1,4 +1,4 @@
-"""Issue 17 (10): no plugin-storage key outlives what references it. Big values are stored in parts
+"""No plugin-storage key outlives what references it. Big values are stored in parts
 (`<key>#n` plus a header naming their count); a part must go when its value goes, when the value is
 re-saved in fewer parts, and when a crash left it without a header."""
 

@@ -1,4 +1,4 @@
-"""The tokeniser's edges (issue 21's mutation pass over lucidrag/index/terms.py): which English
+"""The tokeniser's edges (lucidrag/index/terms.py): which English
 inflections meet and which words stay apart, codes and mixed letter/digit tokens, very long
 tokens, CJK unigrams and stop characters, the share each query term carries and the heading
 field. What a keyword search can match is exactly these terms."""

@@ -1,4 +1,4 @@
-"""Issue 20: what the bot is told -- relevant passages first (diversity breaks near-ties only),
+"""What the bot is told -- relevant passages first (diversity breaks near-ties only),
 small structured files whole, each passage's heading path said once, files titled right."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ TEA_HOUSE = "茶馆笔记\n\n镇上的茶馆每天早上七点开门，茶农把
 
 async def test_a_kb_with_one_relevant_file_returns_its_passages_before_an_unrelated_note(harness: Harness):
     # The manual's three passages all mention the kettle; the Chinese note shares nothing with the
-    # question. One passage per file used to promote the note's best passage (rank value ~0) to
+    # question. One passage per file first would promote the note's best passage (rank value ~0) to
     # second place, above the manual's other sections.
     await harness.ingest(KB, "kettle.md", KETTLE.encode(), document_id="manual")
     await harness.ingest(KB, "teahouse.txt", TEA_HOUSE.encode(), document_id="note")
@@ -65,8 +65,8 @@ def test_diversity_never_puts_a_passage_under_half_the_best_before_one_above_it(
 
 
 async def test_a_small_json_file_is_one_chunk_and_its_answer_is_found(harness: Harness):
-    # A 79-byte backup.json used to be cut into key-level pieces; at top_k 5 four unrelated
-    # files with score 0 came before its retention piece.
+    # A 79-byte backup.json cut into key-level pieces would put, at top_k 5, four unrelated
+    # files with score 0 before its retention piece.
     backup = json.dumps({"backup": {"schedule": "nightly", "retention_days": 14}, "target": "s3://vault"})
     await harness.ingest(KB, "backup.json", backup.encode(), document_id="backup")
     for i, topic in enumerate(("canteen menu", "parking rules", "holiday calendar", "printer toner")):

@@ -90,7 +90,7 @@ BASE_POSTINGS = 4096  # level 0 of those: below BASE_POSTINGS * MERGE_FACTOR liv
 # A segment is persisted once it holds this many live postings (~3,500 chunks, ~2-3 MiB); the
 # smaller ones live in memory only and are rebuilt from the files' records after a restart. When
 # those together reach it, they are merged into one persisted segment. Each write of a posting to
-# plugin storage costs more than a merge in memory (docs/SCALE.md, "Writes").
+# plugin storage costs more than a merge in memory (docs/SCALE.md, "what is persisted").
 PERSIST_POSTINGS = 1 << 19
 PERSISTED_MERGE_FACTOR = 16  # fan-in of the merges of persisted segments (level 0: PERSIST_POSTINGS)
 MAX_SEGMENT_POSTINGS = 1 << 25  # ~128 MiB of postings: the largest segment a merge builds

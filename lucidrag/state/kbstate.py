@@ -757,6 +757,20 @@ class KnowledgeBaseState:
             # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
             return marked or gone
 
+    async def delete_file_later(self, store: KbStore, file_id: str) -> bool:
+        """Delete a file whose vectors may not be touched yet (`fresh`: the KB's collection may
+        not exist, and a delete would make Milvus create it with the wrong dimension): its journal
+        entry "0 chunks" makes `reconcile` delete its vectors and record once the collection may be
+        touched, in this process (ABORTED) or after a restart (JOURNALLED). Returns whether the
+        entry is durable; if not, nothing changed."""
+        async with holding(self.lock):
+            if not await store.write_journal(JournalEntry(file_id, 0)):
+                return False
+            self.undeleted_journals.discard(file_id)
+            self.unjournalled.pop(file_id, None)
+            self.files.move(file_id, FileState.ABORTED)
+            return True
+
     # ================================================================ upkeep
     async def flush(self, store: KbStore, deadline: float) -> None:
         """Retry the storage writes that failed earlier."""

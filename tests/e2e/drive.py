@@ -880,7 +880,7 @@ def main() -> int:
         traceback.print_exc()
     finally:
         plugin.stop()
-    if api.token:  # issue 9's runtime stages (8 concurrent uploads, flaky embedder, lbp run killed)
+    if api.token:  # the runtime stages (8 concurrent uploads, flaky embedder, lbp run killed)
         import runtime_stages
 
         runtime_stages.run(sys.modules[__name__], args, api, embed, plugin, R)

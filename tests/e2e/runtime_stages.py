@@ -1,4 +1,4 @@
-"""Issue 9's runtime stages on the real LangBot host, run by drive.py after the user journey.
+"""The runtime stages on the real LangBot host, run by drive.py after the user journey.
 
   runtime.concurrent  8 files of 1-3 MB (PDF, DOCX, TXT, CSV) added to a KB at once -- LangBot
                       starts up to 8 ingestions per workspace -- must all reach `completed`, each

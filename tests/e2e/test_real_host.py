@@ -103,7 +103,7 @@ def _journey(backend: str, db: str, scores_file: Path, tmp_path: Path, capsys) -
     spec.loader.exec_module(samples)
     samples_dir = tmp_path / "samples"
     samples.generate(str(samples_dir))
-    if backend == "chroma" and db == "sqlite":  # files for issue 9's runtime stages (runtime_stages.py: Chroma only)
+    if backend == "chroma" and db == "sqlite":  # files for the runtime stages (runtime_stages.py: Chroma only)
         spec = importlib.util.spec_from_file_location("lucidrag_runtime_samples", HERE / "runtime_samples.py")
         runtime_samples = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(runtime_samples)

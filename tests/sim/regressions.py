@@ -1,6 +1,5 @@
-"""Shrunk histories that failed before the fix named with each, kept as regression tests
-(tests/sim/test_sim.py runs every one; each failed on main at 49f9afa as described, those after
-the first multi-KB entry on main at 63391d7).
+"""Shrunk histories, each of a defect named with it, kept as regression tests (tests/sim/test_sim.py
+runs every one; each fails without the guard described).
 
 `OPEN_DEFECTS` names the histories whose defect is not fixed yet, with the defect in words:
 test_sim.py expects them to fail (strict xfail). Remove a name once its fix is merged."""
@@ -155,7 +154,7 @@ REGRESSIONS: dict[str, History] = {
     # a KB's first upsert wrote its vectors but the answer was lost (an SDK call timeout after
     # LangBot finished): the file FAILED, no rollback ran (a delete could make Milvus create the
     # collection with dimension 1536) and reconciliation skipped a KB that never had a vector, so
-    # the failed file's vectors stayed for good (seeds 125, 240, 310; on main at 06652c4)
+    # the failed file's vectors stayed for good (seeds 125, 240, 310)
     "lost-answer-of-a-new-kbs-first-upsert-125": History(125, "pgvector", [
         Step([("ingest", 0, "medium")], lost=0.2),
     ]),
@@ -176,7 +175,7 @@ REGRESSIONS: dict[str, History] = {
         Step([("repair", "rebuild_from_vector_db")]),
         Step([("retrieve", 0, "keyword", "file")], storage=1.0),
     ]),
-    # (not on main: a first version of the fix above) reconciliation re-created the collection for
+    # (a wrong version of the guard above) reconciliation re-created the collection for
     # a failed first write (one upsert for the file, then a delete by file id) outside the KB's
     # lock; a delete_document of the same file landed between the two, and the reconciliation's
     # delete failed: its one vector outlived the deleted file (seed 1234)
@@ -189,7 +188,7 @@ REGRESSIONS: dict[str, History] = {
     # request's flush deleted its journal entry anyway: the entry was all that named the file, and
     # after the next restart a COMPLETED file was found by no search (seed 5434; this history
     # takes that path only with the first-write rule above, the unit test
-    # test_an_adopted_file_keeps_its_journal_entry_until_its_record_is_saved fails on main too)
+    # test_an_adopted_file_keeps_its_journal_entry_until_its_record_is_saved guards it too)
     "adopted-file-unnamed-when-its-record-is-unsaved-5434": History(5434, "milvus", [
         Step([("ingest", 0, "bad"), ("ingest", 1, "bad")], lost=0.2, restart=True),
         Step([("retrieve", 1, "keyword", "not-file"), ("retrieve", 0, "vector", "none")]),
@@ -345,6 +344,19 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 6, "small", 1)]),
         Step([("retrieve", 6, "keyword", "not-file")], restart=True),
         Step([("delete", 6), ("ingest", 7, "small", 1)], lost=0.2),
+    ]),
+    # (the simulation's own defect) the storage write a kill -9 cut short landed on a host whose
+    # storage writes all fail, and its journal key stayed: the real host refuses every such write
+    # (seeds 624, 1243, 1276, 1394)
+    "killed-write-lands-on-a-host-refusing-writes-624": History(624, "chroma", [
+        Step([("ingest", 0, "large", 0)], kill_after=16),
+    ], writes_fail=True),
+    # storage failed at a KB's creation and while a file of it FAILED; after a restart, with
+    # storage healthy and holding nothing of the KB, every delete of that file raised ("could not
+    # be deleted safely") until a question opened the collection (seeds 710, 787, 1001, 1560)
+    "failed-file-undeletable-before-the-collection-is-known-1560": History(1560, "chroma", [
+        Step([("create_kb", 2), ("ingest", 8, "medium", 2)], storage=1.0, restart=True),
+        Step([("delete", 8)]),
     ]),
 }
 

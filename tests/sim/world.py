@@ -24,7 +24,8 @@ own. Every host call of a process goes through `_host`, which
   land long after the plugin was told it timed out;
 - models kill -9: once the process is killed, none of its host calls ever returns to it (they
   raise `Killed`, a BaseException the plugin cannot catch by accident); the call that kills it
-  may or may not have reached the host (a seeded coin).
+  may or may not have reached the host (a seeded coin; never one the host refuses for good: a
+  storage write on a host whose storage writes all fail).
 
 Blocking work (parsing, chunking) runs inline on the loop (`inline_blocking`, so that a seed
 replays exactly) or in real worker threads of the SDK's bounded executor (`threaded_blocking`).
@@ -231,9 +232,12 @@ class Faults:
     def clear(self) -> None:
         self.storage = self.vectors = self.lost = self.slow = 0.0
 
+    def always_refuses(self, method: str) -> bool:
+        return self.writes_fail and method == "set_plugin_storage"
+
     def fate(self, method: str) -> str:
         """"ok", "lost" or "slow"; raises for a call the host refuses."""
-        if self.writes_fail and method == "set_plugin_storage":
+        if self.always_refuses(method):
             raise HostError("set_plugin_storage: TenantUnitOfWork does not allow an unknown ON CONFLICT update shape")
         rate = self.storage if method in STORAGE_METHODS else self.vectors if method in VECTOR_METHODS else 0.0
         if rate and self.rng.random() < rate:
@@ -302,7 +306,8 @@ class PluginProcess:
             self.kill_after -= 1
             if self.kill_after <= 0:
                 self.dead = True
-                if self.rng.random() < 0.5:  # the host did it; the answer never came back
+                # the host did it (unless it refuses every such call); the answer never came back
+                if self.rng.random() < 0.5 and not self.faults.always_refuses(method):
                     self._send(method, args, kwargs, 0.0)
                 raise Killed()
         round_trip = self.rng.uniform(*ROUND_TRIP_S)

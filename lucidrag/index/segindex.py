@@ -73,6 +73,7 @@ from lucidrag.index.terms import (
     HEADING_WEIGHT,
     MAX_QUERY_TERMS,
     TERMS_VERSION,
+    bm25_params,
     idf,
     query_terms,
 )
@@ -789,10 +790,7 @@ class SegmentIndex:
         body = dict(zip(terms, looked[: len(terms)]))
         head = dict(zip(terms, looked[len(terms) :]))
         n = self._n
-        k1 = self.k1
-        k1p1 = k1 + 1.0
-        body_norm = k1 * (1.0 - self.b)
-        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        avgdl = self._total_len / n if self._total_len else 0.0
         found = []
         for term, share in qterms.items():
             bdf, hdf = body[term][0], head[term][0]
@@ -804,8 +802,11 @@ class SegmentIndex:
         del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
         plist: list[tuple[int, str, list, float, float, float]] = []  # (df, key, runs, weight, norm, coef)
         for _, term, share, df, hdf in found:
+            k1, b = bm25_params(term, self.k1, self.b)
+            k1p1 = k1 + 1.0
             if df:
-                plist.append((df, term, body[term][1], share * idf(n, df) * k1p1, body_norm, body_coef))
+                coef = k1 * b / avgdl if avgdl else 0.0
+                plist.append((df, term, body[term][1], share * idf(n, df) * k1p1, k1 * (1.0 - b), coef))
             if hdf:
                 weight = share * HEADING_WEIGHT * idf(n, max(df, hdf)) * k1p1
                 plist.append((hdf, HEADING_FIELD + term, head[term][1], weight, k1, 0.0))

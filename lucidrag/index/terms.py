@@ -23,8 +23,7 @@ API
       character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
       character query ("书", or "用Python写" → "用", "写") still finds a character that sits
       inside a longer run. Queries use bigrams for runs of two or more characters, plus the
-      unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``), except the question
-      words ``QUESTION_CHARS`` (什么 谁 几 ...).
+      unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``).
 
 ``query_terms(text) -> {term: share}``
     What ``search`` and ``term_weights`` score: the forms of one code share a weight
@@ -103,11 +102,6 @@ _EN_STOP = frozenset(
 
 # Characters never indexed as unigrams (bigrams containing them are kept: "的确", "是否").
 _CJK_STOP_CHARS = frozenset("的了是在和与及或也就都而着之其这那个吗呢吧啊把被于")
-
-# Question words are no query unigrams (their bigrams stay: "哪一", "多少"): "什么 / 谁 / 几" on their
-# own match sentences that ask, or merely hold the character, not the answer. Simplified only:
-# queries are folded first. Measured in docs/BENCHMARKS.md.
-QUESTION_CHARS = "什么哪谁几何吗呢怎"
 
 _DOC_CJK_UNIGRAMS = True  # see the module docstring; the benchmark measures the cost
 
@@ -263,7 +257,7 @@ def query_terms(text: str) -> dict[str, float]:
                 put(term, 1.0 / len(terms) ** CODE_SHARE_EXPONENT)
         elif len(run) == 1:
             run = run.translate(FOLD)
-            if run not in _CJK_STOP_CHARS and run not in QUESTION_CHARS:
+            if run not in _CJK_STOP_CHARS:
                 put(run, 1.0)
         else:
             run = run.translate(FOLD)
@@ -271,7 +265,7 @@ def query_terms(text: str) -> dict[str, float]:
                 put(term, 1.0)
             if QUERY_CJK_UNIGRAM_WEIGHT > 0.0:
                 for c in run:
-                    if c not in _NO_DOC_UNIGRAM and c not in QUESTION_CHARS:
+                    if c not in _NO_DOC_UNIGRAM:
                         put(c, QUERY_CJK_UNIGRAM_WEIGHT)
     return out
 

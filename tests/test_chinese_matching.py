@@ -63,3 +63,22 @@ async def test_an_index_stored_by_the_earlier_tokeniser_is_built_again_after_an_
     prefix = kb_prefix(KB) + "kw/"
     named = segindex.SegmentIndex.manifest_segment_names(host.storage[prefix + "manifest"])  # of this tokeniser
     assert sorted(k.removeprefix(prefix + "seg/") for k in host.storage if k.startswith(prefix + "seg/")) == sorted(named)
+
+
+SVADILFARI = {  # one sentence a file; the first two from CMRC 2018
+    "s1.txt": "斯瓦迪尔法利（Svadilfari），北欧神话中的一匹神马，牠是不知名霜巨人的马，是巨人修建围墙时的帮手。",
+    "s2.txt": "谁知斯瓦迪尔法利是神马，托运石头非常迅速。",
+    "s3.txt": "诸神与巨人约定，若能在一个冬天之内建好围墙，就把太阳、月亮和女神芙蕾雅给他。",
+    "s4.txt": "洛基变成一匹母马引开了斯瓦迪尔法利，围墙最终没有按时完成。",
+    "s5.txt": "希腊神话中的众神住在奥林匹斯山上。",
+    "s6.txt": "日本神话记载了天照大神的故事。",
+}
+
+
+async def test_a_question_finds_the_sentence_holding_more_of_it_before_a_shorter_one_naming_its_subject(
+        harness: Harness):
+    await ingest_all(harness, SVADILFARI)
+
+    texts = await harness.texts(KB, "斯瓦迪尔法利来自于什么神话？", settings={"search_mode": "keyword", "top_k": 2})
+
+    assert "北欧神话中的一匹神马" in texts[0]

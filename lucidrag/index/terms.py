@@ -19,9 +19,9 @@ API
       three runs ("a1024", "ipv6", "sha256") also yields those runs ("1024", "ipv", "6").
     * CJK (Han, kana, Hangul) runs, Traditional characters folded to Simplified first
       (``hanfold.FOLD``: a question in either script meets text in the other): overlapping
-      character bigrams; a run of length one gives the character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
-      character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
-      character query ("书", or "用Python写" → "用", "写") still finds a character that sits
+      character bigrams; a run of length one gives the character itself. Documents
+      (``query=False``) additionally index every Han/katakana/Hangul character as a unigram
+      (not hiragana, not the stop characters 的 了 是 ...), so a one-character query ("书", or "用Python写" → "用", "写") still finds a character that sits
       inside a longer run. Queries use bigrams for runs of two or more characters, plus the
       unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``).
 

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from lucidrag.index.terms import CJK_BM25, query_terms, stem, tokenize, tokenize_chunks
+from lucidrag.index.terms import CJK_BM25_B, CJK_BM25_K1, query_terms, stem, tokenize, tokenize_chunks
 from tests.reference_bm25 import (
     BM25Index,
     decode_tokenized,
@@ -413,7 +413,7 @@ def test_very_long_query_keeps_its_rarest_terms():
 
 
 def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0.75):
-    """Textbook BM25 over every chunk, for checking the pruned search (CJK terms with CJK_BM25)."""
+    """Textbook BM25 over every chunk, for checking the pruned search (CJK terms with CJK_BM25_K1/_B)."""
     n = len(docs)
 
     def length(tfs):  # single CJK characters do not count towards a chunk's length
@@ -426,7 +426,7 @@ def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0
         if not df:
             continue
         idf = share * math.log(1 + (n - df + 0.5) / (df + 0.5))
-        tk1, tb = (k1, b) if term.isascii() else CJK_BM25
+        tk1, tb = (k1, b) if term.isascii() else (CJK_BM25_K1, CJK_BM25_B)
         for cid, tfs in docs:
             if term in tfs:
                 tf, dl = min(tfs[term], 255), length(tfs)

@@ -37,7 +37,7 @@ Scoring helpers
 ---------------
 ``TERMS_VERSION`` names this tokeniser's output: an index built by another (stored by an earlier
 release) is not loaded but built again from the records (``segindex``).
-``bm25_params(term, k1, b)`` gives a CJK term its own BM25 parameters (``CJK_BM25``).
+``bm25_params(term, k1, b)`` gives a CJK term its own BM25 parameters (``CJK_BM25_K1``, ``_B``).
 ``idf(n, df)`` is shared with the segment index (``lucidrag.index.segindex``); ``MAX_QUERY_TERMS``
 bounds a query's terms. The reference BM25 index the segment index is tested against, and the
 coverage it is checked by (re-tokenising a hit's text), live in ``tests/reference_bm25.py``.
@@ -300,13 +300,14 @@ MAX_QUERY_TERMS = 48  # distinct query terms scored; longer queries keep their r
 # says less about a Chinese sentence than a repeated word about an English paragraph. Keyword
 # mode on question → sentence sets: DRCD +0.017, CMRC +0.024 nDCG@10; the same parameters for
 # every term cost English abstracts 0.003-0.004 (docs/BENCHMARKS.md).
-CJK_BM25 = (0.9, 0.4)
+CJK_BM25_K1 = 0.9
+CJK_BM25_B = 0.4
 _CJK_START = re.compile(f"[{_CJK}]")
 
 
 def bm25_params(term: str, k1: float, b: float) -> tuple[float, float]:
-    """The (k1, b) a query term is scored with: ``CJK_BM25`` for a CJK term, else ``(k1, b)``."""
-    return (CJK_BM25[0], CJK_BM25[1]) if _CJK_START.match(term) else (k1, b)
+    """The (k1, b) a query term is scored with: ``CJK_BM25_K1``, ``CJK_BM25_B`` for a CJK term."""
+    return (CJK_BM25_K1, CJK_BM25_B) if _CJK_START.match(term) else (k1, b)
 
 
 def idf(n: int, df: int) -> float:

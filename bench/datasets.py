@@ -37,6 +37,7 @@ class DatasetInfo:
     n_docs: int
     n_queries: int
     n_qrels: int  # number of (query, doc) judgments
+    file_ext: str = ".txt"  # how the benchmark uploads a document (".md": its sections as headings)
 
 
 # Sizes are checked by tests/test_bench_data.py; keep them in sync with SOURCE.md.
@@ -72,6 +73,23 @@ DATASETS: dict[str, DatasetInfo] = {
         n_docs=2008,
         n_queries=300,
         n_qrels=300,
+    ),
+    "medquad": DatasetInfo(
+        name="medquad",
+        language="en",
+        description="MedQuAD health FAQ entries judged for the TREC 2017 LiveQA medical questions (consumer question -> FAQ entry, graded)",
+        n_docs=1935,
+        n_queries=96,
+        n_qrels=945,
+    ),
+    "medquad-pages": DatasetInfo(
+        name="medquad-pages",
+        language="en",
+        description="whole MedQuAD health-topic pages (one Markdown section per question), LiveQA medical questions, graded at page level",
+        n_docs=300,
+        n_queries=60,
+        n_qrels=110,
+        file_ext=".md",
     ),
 }
 

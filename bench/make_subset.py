@@ -7,6 +7,8 @@ files (see bench/data/*/SOURCE.md for where they come from and their hashes).
     python bench/make_subset.py drcd --src /path/to/DRCD/   # holds DRCD_dev.json, DRCD_test.json
     python bench/make_subset.py cisi --src /path/to/CISI/   # holds CISI.ALL, CISI.QRY, CISI.REL
     python bench/make_subset.py cmrc --src /path/to/cmrc2018_dev.json
+    python bench/make_subset.py medquad --src /path/to/MedQuAD/        # + the LiveQA test questions file
+    python bench/make_subset.py medquad-pages --src /path/to/MedQuAD/  # (see data/medquad*/SOURCE.md)
 
 Output per set (bench/data/<name>/): corpus.jsonl.gz ({"_id","title","text"}),
 queries.jsonl.gz ({"_id","text"}), qrels.tsv.gz ("query-id\tcorpus-id\tscore",
@@ -239,19 +241,142 @@ def build_cmrc(src: Path, n_queries: int, n_docs: int) -> None:
     _write("cmrc", corpus, queries, qrels)
 
 
+# --------------------------------------------------------------------------- MedQuAD + LiveQA
+LIVEQA_QRELS_ZIP = "QA-TestSet-LiveQA-Med-Qrels-2479-Answers.zip"
+LIVEQA_QUESTIONS = "TREC-2017-LiveQA-Medical-Test-Questions-w-summaries.xml"
+# LiveQA judgments -> gains: 4-Excellent 3, 3-Incomplete 2, 2-Related 1; 1-Incorrect is not relevant.
+_LIVEQA_GAIN = {"4-Excellent": 3, "3-Incomplete": 2, "2-Related": 1, "1-Incorrect": 0}
+_ANSWER_ID = re.compile(r"^([A-Za-z]+)_(.+)_Sec(\d+)\.txt$")
+# MedQuAD sources whose XML keeps the answers (MedlinePlus A.D.A.M., drugs and herbs were emptied).
+_MEDQUAD_FULL_SOURCES = ("CDC", "CancerGov", "GARD", "GHR", "MPlusHealthTopics", "NHLBI", "NIDDK",
+                         "NIHSeniorHealth", "NINDS")
+MEDQUAD_MIN_SECTIONS = 5  # medquad-pages: pages drawn beside the judged ones have at least this many
+
+
+def _liveqa_judgments(src: Path) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """([(query id, judgment, answer id)], {answer id: "Question: ...\nURL: ...\nAnswer: ..."})."""
+    csv.field_size_limit(1 << 30)
+    with zipfile.ZipFile(src / LIVEQA_QRELS_ZIP) as zf:
+        names = {Path(n).name: n for n in zf.namelist() if not n.startswith("__MACOSX")}
+        qrels_name = next(n for n in names if n.startswith("All-qrels"))
+        judged = [tuple(line.split()) for line in zf.read(names[qrels_name]).decode("utf-8").splitlines() if line.strip()]
+        answers_csv = io.TextIOWrapper(zf.open(names["All-2479-Answers-retrieved-from-MedQuAD.csv"]), "utf-8")
+        answers = {r["AnswerID"]: r["Answer"] for r in csv.DictReader(answers_csv)}
+    return judged, answers  # type: ignore[return-value]
+
+
+def _liveqa_questions(src: Path) -> dict[str, str]:
+    """LiveQA 2017 medical test questions: "TQ<n>" -> the assessors' paraphrase (else the NLM
+    summary, else the consumer's own subject and message)."""
+    import xml.etree.ElementTree as ET
+
+    out = {}
+    for q in ET.parse(src / LIVEQA_QUESTIONS).getroot().iter("NLM-QUESTION"):
+        orig = q.find("Original-Question")
+        fallback = " ".join(x for x in ((orig.findtext("SUBJECT") or ""), (orig.findtext("MESSAGE") or "")) if x) if orig is not None else ""
+        for text in (q.findtext("NIST-PARAPHRASE"), q.findtext("NLM-Summary"), fallback):
+            if text and text.strip():
+                out[q.get("qid", "")] = " ".join(text.split())
+                break
+    return out
+
+
+def build_medquad(src: Path) -> None:
+    """FAQ retrieval: the 1,935 distinct MedQuAD question-answer entries judged for the TREC 2017
+    LiveQA medical test questions (each entry one document: its question as the title, its
+    answer as the text); queries = the test questions with at least one entry judged Related or
+    better (graded: Excellent 3, Incomplete 2, Related 1)."""
+    judged, answers = _liveqa_judgments(src)
+    questions = _liveqa_questions(src)
+    corpus = []
+    for aid in sorted(answers):
+        head, _, answer = answers[aid].partition("\nAnswer:")
+        title = head.split("\n", 1)[0].removeprefix("Question:").strip()
+        corpus.append({"_id": aid.removesuffix(".txt"), "title": " ".join(title.split()), "text": " ".join(answer.split())})
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, judgment, aid in judged:
+        gain = _LIVEQA_GAIN[judgment]
+        if gain:
+            rel = qrels.setdefault(f"TQ{qid}", {})
+            rel[aid.removesuffix(".txt")] = max(gain, rel.get(aid.removesuffix(".txt"), 0))
+    order = sorted(qrels, key=lambda q: int(q[2:]))
+    queries = [{"_id": q, "text": questions[q]} for q in order]
+    _write("medquad", corpus, queries, {q: qrels[q] for q in order})
+
+
+def _medquad_pages(src: Path) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    """MedQuAD XML pages of the sources that keep their answers: "<source>_<file id>" ->
+    (focus, [(question, answer)] in page order, empty answers dropped)."""
+    import xml.etree.ElementTree as ET
+
+    pages = {}
+    for path in sorted(src.glob("*_QA*/*.xml")):
+        root = ET.parse(path).getroot()
+        source = root.get("source") or ""
+        if source not in _MEDQUAD_FULL_SOURCES:
+            continue
+        sections = []
+        for pair in root.iter("QAPair"):
+            question = " ".join((pair.findtext("Question") or "").split())
+            answer = "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", pair.findtext("Answer") or "") if p.strip())
+            if answer:
+                sections.append((question, answer))
+        if sections:
+            pages[f"{source}_{path.stem}"] = (" ".join((root.findtext("Focus") or "").split()), sections)
+    return pages
+
+
+def build_medquad_pages(src: Path, n_docs: int) -> None:
+    """Long pages with many sections: whole MedQuAD health-topic pages (each QA pair of a page one
+    Markdown section: "## <question>" then its answer), relevance lifted from the LiveQA
+    judgments of their sections to the page (the best gain of any of its sections). Corpus =
+    every page holding a judged section, then pages of at least MIN_SECTIONS sections drawn at
+    random until n_docs; queries = the test questions with a relevant page."""
+    judged, _ = _liveqa_judgments(src)
+    questions = _liveqa_questions(src)
+    pages = _medquad_pages(src)
+    qrels: dict[str, dict[str, int]] = {}
+    judged_pages = set()
+    for qid, judgment, aid in judged:
+        m = _ANSWER_ID.match(aid)
+        page = f"{m.group(1)}_{m.group(2)}" if m else ""
+        if page not in pages:
+            continue
+        judged_pages.add(page)
+        gain = _LIVEQA_GAIN[judgment]
+        if gain:
+            rel = qrels.setdefault(f"TQ{qid}", {})
+            rel[page] = max(gain, rel.get(page, 0))
+    rng = random.Random(SEED)
+    others = [p for p in sorted(pages) if p not in judged_pages and len(pages[p][1]) >= MEDQUAD_MIN_SECTIONS]
+    keep = judged_pages | set(rng.sample(others, max(0, n_docs - len(judged_pages))))
+    corpus = []
+    for page in sorted(keep):
+        focus, sections = pages[page]
+        corpus.append({"_id": page, "title": focus, "text": "\n\n".join(f"## {q}\n\n{a}" for q, a in sections)})
+    order = sorted(qrels, key=lambda q: int(q[2:]))
+    queries = [{"_id": q, "text": questions[q]} for q in order]
+    _write("medquad-pages", corpus, queries, {q: qrels[q] for q in order})
+
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("name", choices=["scifact", "drcd", "cisi", "cmrc"])
+    ap.add_argument("name", choices=["scifact", "drcd", "cisi", "cmrc", "medquad", "medquad-pages"])
     ap.add_argument("--src", type=Path, required=True)
-    ap.add_argument("--docs", type=int, default=None, help="corpus size (scifact: 3000 docs; drcd: ~5000 sentences)")
+    ap.add_argument("--docs", type=int, default=None, help="corpus size (scifact: 3000 docs; drcd: ~5000 sentences; cmrc: ~2000 sentences)")
     ap.add_argument("--queries", type=int, default=300, help="drcd: number of questions to sample")
     a = ap.parse_args()
     if a.name == "scifact":
         build_scifact(a.src, a.docs or 3000)
     elif a.name == "cisi":
         build_cisi(a.src)
+    elif a.name == "medquad":
+        build_medquad(a.src)
+    elif a.name == "medquad-pages":
+        build_medquad_pages(a.src, a.docs or 300)
     elif a.name == "cmrc":
-        build_cmrc(a.src, a.queries, a.docs or 3000)
+        build_cmrc(a.src, a.queries, a.docs or 2000)
     else:
         build_drcd(a.src, a.queries, a.docs or 5000)
 

@@ -1,6 +1,6 @@
 """Retrieval quality and engine latency of LucidRAG on vendored public test collections.
 
-    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|drcd|cisi|cmrc|all]
+    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|cisi|medquad|medquad-pages|drcd|cmrc|all]
         [--model minilm|e5|auto] [--queries N] [--docs N] [--seed S] [--configs a,b,...]
         [--patch MODULE.NAME=VALUE ...] [--json OUT]
     .venv-bench/bin/python scripts/bench_retrieval.py --scale [--sizes 10000,100000]
@@ -214,15 +214,20 @@ CONFIGS: list[Config] = [
     Config("hybrid@0.7", "lucid", {"search_mode": "hybrid", "vector_weight": 0.7}, "hybrid, vector_weight 0.7"),
     Config("doc-vector", "doc", {"search_mode": "vector"}, "one embedding per whole document, vector only"),
     Config("doc-bm25", "doc", {"search_mode": "keyword"}, "document-level BM25 (one chunk per document)"),
+    Config("doc-rrf", "doc", {"fuse": ("vector", "keyword")},
+           "doc-vector and doc-bm25 fused by reciprocal rank (k=60)"),
 ]
-# the quality bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10
-BASELINES = ("vector", "keyword", "doc-vector", "doc-bm25")
-TARGET_MARGIN = 0.02
+# The bar: hybrid must beat the best of these by TARGET_MARGIN nDCG@10, at every top_k measured.
+BASELINES = ("vector", "keyword", "doc-vector", "doc-bm25", "doc-rrf")
+TARGET_MARGIN = 0.03
+DOC_RRF_K = 60
+DOC_RRF_DEPTH = 50  # documents taken from each list before fusing (the engine's top_k limit)
 
 
 @dataclass
 class Result:
     config: Config
+    top_k: int
     ndcg10: float
     recall5: float
     mrr10: float
@@ -234,8 +239,24 @@ class Result:
     per_query: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
 
-def doc_file_name(doc_id: str) -> str:
-    return f"{doc_id}.txt"
+def doc_file_name(doc_id: str, ext: str = ".txt") -> str:
+    return f"{doc_id}{ext}"
+
+
+def file_body(title: str, text: str, ext: str) -> str:
+    """What the uploaded file holds: a Markdown file's title is its `#` heading."""
+    if not title:
+        return text
+    return f"# {title}\n\n{text}" if ext == ".md" else f"{title}\n\n{text}"
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = DOC_RRF_K) -> list[str]:
+    """Documents by the sum of 1 / (k + rank) over the rankings; ties keep first-seen order."""
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, start=1):
+            score[doc] = score.get(doc, 0.0) + 1.0 / (k + rank)
+    return sorted(score, key=lambda d: -score[d])
 
 
 def metrics(ranked: Sequence[str], relevant: dict[str, int]) -> tuple[float, float, float]:
@@ -262,13 +283,13 @@ class Bench:
         self.ingest_calls: dict[str, dict[str, float]] = {}  # kb → host calls per uploaded file
 
     async def ingest(self, kb: str, corpus: dict[str, tuple[str, str]], creation: dict[str, Any],
-                     progress: bool = False) -> None:
+                     progress: bool = False, file_ext: str = ".txt") -> None:
         t0 = time.perf_counter()
         total = 0
         calls_before = Counter(self.host.calls)
         for i, (doc_id, (title, text)) in enumerate(corpus.items()):
-            body = f"{title}\n\n{text}" if title else text
-            result = await self.harness.ingest(kb, doc_file_name(doc_id), body.encode("utf-8"), settings=creation,
+            body = file_body(title, text, file_ext)
+            result = await self.harness.ingest(kb, doc_file_name(doc_id, file_ext), body.encode("utf-8"), settings=creation,
                                                document_id=f"{kb}:{doc_id}")
             if str(getattr(result.status, "value", result.status)).lower() != "completed":
                 raise RuntimeError(f"ingest of {doc_id} failed: {result.error_message if hasattr(result, 'error_message') else result}")
@@ -282,11 +303,22 @@ class Bench:
         self.ingest_calls[kb] = {k: v / max(1, len(corpus)) for k, v in sorted((Counter(self.host.calls) - calls_before).items())}
 
     async def retrieve(self, kb: str, query: str, settings: dict[str, Any], creation: dict[str, Any]):
+        if "fuse" in settings:
+            raise ValueError("a fused configuration has no single retrieve")
         self.host.query_mode = True
         try:
             return await self.harness.retrieve(kb, query, settings={"top_k": TOP_K, **settings}, creation=creation)
         finally:
             self.host.query_mode = False
+
+    async def ranked_docs(self, config: Config, query: str, settings: dict[str, Any],
+                          creation: dict[str, Any]) -> list[str]:
+        """The documents of one retrieve's results, deduplicated in rank order."""
+        response = await self.retrieve(config.kb, query, settings, creation)
+        if response.metadata and response.metadata.get("error"):
+            raise RuntimeError(f"{config.name}: retrieve failed: {response.metadata['error']}")
+        return list(dict.fromkeys(self.file_to_doc.get(str(e.metadata.get("file_id")), "?")
+                                  for e in response.results))
 
     async def warm(self, kb: str, creation: dict[str, Any]) -> None:
         """First query after ingest loads the KB state from plugin storage: count it apart."""
@@ -306,20 +338,21 @@ class Bench:
             before = Counter(host.calls)
             h0 = host.host_time
             t0 = time.perf_counter()
-            response = await self.retrieve(config.kb, text, config.settings, creation)
+            if "fuse" in config.settings:
+                lists = [await self.ranked_docs(config, text, {"search_mode": mode, "top_k": DOC_RRF_DEPTH}, creation)
+                         for mode in config.settings["fuse"]]
+                ranked = reciprocal_rank_fusion(lists)[:TOP_K]
+            else:
+                ranked = await self.ranked_docs(config, text, config.settings, creation)
             wall = time.perf_counter() - t0
             lat.append((wall - (host.host_time - h0)) * 1000)
             calls.update(Counter(host.calls) - before)
-            if response.metadata and response.metadata.get("error"):
-                raise RuntimeError(f"{config.name}: retrieve failed: {response.metadata['error']}")
-            ranked = list(dict.fromkeys(self.file_to_doc.get(str(e.metadata.get("file_id")), "?")
-                                        for e in response.results))
             per_query[qid] = ranked
             for i, v in enumerate(metrics(ranked, qrels.get(qid, {}))):
                 sums[i] += v
         n = max(1, len(queries))
         lat.sort()
-        return Result(config, sums[0] / n, sums[1] / n, sums[2] / n, sum(calls.values()) / n,
+        return Result(config, TOP_K, sums[0] / n, sums[1] / n, sums[2] / n, sum(calls.values()) / n,
                       {k: v / n for k, v in sorted(calls.items())}, statistics.mean(lat) if lat else 0.0,
                       lat[int(0.95 * (len(lat) - 1))] if lat else 0.0, len(queries), per_query)
 
@@ -327,7 +360,8 @@ class Bench:
 async def evaluate(corpus: dict[str, tuple[str, str]], queries: dict[str, str], qrels: dict[str, dict[str, int]],
                    doc_embed: BatchEmbed, query_embed: BatchEmbed, configs: Sequence[Config] = CONFIGS,
                    prewarm: BatchEmbed | None = None, progress: bool = False,
-                   variants: Sequence[str] = ()) -> tuple[list[Result], Bench]:
+                   variants: Sequence[str] = (), file_ext: str = ".txt",
+                   top_ks: Sequence[int] = ()) -> tuple[list[Result], Bench]:
     """The benchmark's core: ingest `corpus` once per chunking the configs need, run every config.
 
     `prewarm(texts)`, if given, is called with every text the engine will embed (found by a dry
@@ -339,7 +373,7 @@ async def evaluate(corpus: dict[str, tuple[str, str]], queries: dict[str, str], 
         dry_bench = Bench(dry)
         t0 = time.perf_counter()
         for kb in kbs:
-            await dry_bench.ingest(kb, corpus, CHUNKINGS[kb])
+            await dry_bench.ingest(kb, corpus, CHUNKINGS[kb], file_ext=file_ext)
         texts = list(dict.fromkeys(dry.recorded))
         if progress:
             print(f"  dry run: {len(texts)} distinct chunk texts in {time.perf_counter() - t0:.1f} s; embedding ...",
@@ -353,50 +387,89 @@ async def evaluate(corpus: dict[str, tuple[str, str]], queries: dict[str, str], 
     host = BenchHost(doc_embed, query_embed)
     bench = Bench(host)
     for kb in kbs:
-        await bench.ingest(kb, corpus, CHUNKINGS[kb], progress=progress)
+        await bench.ingest(kb, corpus, CHUNKINGS[kb], progress=progress, file_ext=file_ext)
         await bench.warm(kb, CHUNKINGS[kb])
         if progress:
             print(f"  ingested kb={kb}: {bench.chunks[kb]} chunks in {bench.ingest_seconds[kb]:.1f} s",
                   file=sys.stderr, flush=True)
     results = []
-    for config in configs:
-        t0 = time.perf_counter()
-        results.append(await bench.run(config, queries, qrels, CHUNKINGS[config.kb]))
-        if progress:
-            r = results[-1]
-            print(f"  {config.name}: nDCG@10 {r.ndcg10:.4f} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
-    if variants:
-        results += [r for _, r in await run_variants(bench, variants, queries, qrels)]
+    for top_k in top_ks or (TOP_K,):
+        globals()["TOP_K"] = top_k
+        for config in configs:
+            t0 = time.perf_counter()
+            results.append(await bench.run(config, queries, qrels, CHUNKINGS[config.kb]))
+            if progress:
+                r = results[-1]
+                print(f"  {config.name} (top_k {top_k}): nDCG@10 {r.ndcg10:.4f} ({time.perf_counter() - t0:.1f} s)",
+                      file=sys.stderr, flush=True)
+        if variants:
+            results += [r for _, r in await run_variants(bench, variants, queries, qrels)]
     return results, bench
 
 
 def markdown_table(results: Sequence[Result]) -> str:
-    lines = ["| configuration | nDCG@10 | Recall@5 | MRR@10 | host calls / query | engine ms / query (mean, p95) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| configuration | top_k | nDCG@10 | Recall@5 | MRR@10 | host calls / query | engine ms / query (mean, p95) |",
+             "|---|---|---|---|---|---|---|"]
     for r in results:
         breakdown = ", ".join(f"{k.replace('invoke_', '').replace('vector_', '')} {v:g}" for k, v in r.calls_breakdown.items())
-        lines.append(f"| {r.config.label} | {r.ndcg10:.4f} | {r.recall5:.4f} | {r.mrr10:.4f} | "
+        lines.append(f"| {r.config.label} | {r.top_k} | {r.ndcg10:.4f} | {r.recall5:.4f} | {r.mrr10:.4f} | "
                      f"{r.calls_per_query:g} ({breakdown}) | {r.engine_ms:.2f}, {r.engine_ms_p95:.2f} |")
     return "\n".join(lines)
 
 
 def comparison(results: Sequence[Result]) -> str:
-    by = {r.config.name: r for r in results}
-    if not {"hybrid", "vector", "keyword"} <= set(by):
-        return ""
-    h, v, k = by["hybrid"], by["vector"], by["keyword"]
     out = []
-    for metric in ("ndcg10", "recall5", "mrr10"):
-        hv, vv, kv = getattr(h, metric), getattr(v, metric), getattr(k, metric)
-        out.append(f"{metric}: hybrid {hv:.4f} vs vector {vv:.4f} ({hv - vv:+.4f}) vs keyword {kv:.4f} ({hv - kv:+.4f})"
-                   f" -> {'BEATS BOTH' if hv > vv and hv > kv else 'does NOT beat both'}")
-    present = [b for b in BASELINES if b in by]
-    if len(present) > 2:
-        best = max(present, key=lambda b: by[b].ndcg10)
-        margin = h.ndcg10 - by[best].ndcg10
-        out.append(f"ndcg10 vs the best baseline ({best} {by[best].ndcg10:.4f}): {margin:+.4f} -> "
-                   + ("meets" if margin >= TARGET_MARGIN else "MISSES") + f" the +{TARGET_MARGIN} bar")
+    for top_k in dict.fromkeys(r.top_k for r in results):
+        by = {r.config.name: r for r in results if r.top_k == top_k}
+        if not {"hybrid", "vector", "keyword"} <= set(by):
+            continue
+        h, v, k = by["hybrid"], by["vector"], by["keyword"]
+        for metric in ("ndcg10", "recall5", "mrr10"):
+            hv, vv, kv = getattr(h, metric), getattr(v, metric), getattr(k, metric)
+            out.append(f"top_k {top_k} {metric}: hybrid {hv:.4f} vs vector {vv:.4f} ({hv - vv:+.4f}) vs keyword "
+                       f"{kv:.4f} ({hv - kv:+.4f}) -> {'BEATS BOTH' if hv > vv and hv > kv else 'does NOT beat both'}")
+        margin = bar_margin(by)
+        if margin is not None:
+            best, value = margin
+            out.append(f"top_k {top_k} ndcg10 vs the best baseline ({best} {by[best].ndcg10:.4f}): {value:+.4f} -> "
+                       + ("meets" if value >= TARGET_MARGIN else "MISSES") + f" the +{TARGET_MARGIN} bar")
+        if "doc-vector" in by:
+            gap = v.ndcg10 - by["doc-vector"].ndcg10
+            out.append(f"top_k {top_k} ndcg10 vector - doc-vector: {gap:+.4f} -> "
+                       + ("vector >= doc-vector" if gap >= 0 else "vector BELOW doc-vector"))
     return "\n".join(out)
+
+
+def bar_margin(by: dict[str, Result]) -> tuple[str, float] | None:
+    """(best baseline, hybrid − its nDCG@10) when every baseline was measured, else None."""
+    if "hybrid" not in by or not all(b in by for b in BASELINES):
+        return None
+    best = max(BASELINES, key=lambda b: by[b].ndcg10)
+    return best, by["hybrid"].ndcg10 - by[best].ndcg10
+
+
+def summary_table(runs: Sequence[tuple[str, Sequence[Result]]]) -> str:
+    """One row per collection: nDCG@10 of every configuration at the first top_k, then hybrid's
+    margin over the best baseline at each top_k and whether vector >= doc-vector."""
+    top_ks = list(dict.fromkeys(r.top_k for _, results in runs for r in results))
+    names = list(dict.fromkeys(r.config.name for _, results in runs for r in results if "[" not in r.config.name))
+    head = ["collection"] + [f"{n} @{top_ks[0]}" for n in names] \
+        + [f"hybrid − best baseline @{k}" for k in top_ks] + ["vector ≥ doc-vector"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for dataset, results in runs:
+        first = {r.config.name: r for r in results if r.top_k == top_ks[0]}
+        row = [dataset] + [f"{first[n].ndcg10:.4f}" if n in first else "" for n in names]
+        for k in top_ks:
+            margin = bar_margin({r.config.name: r for r in results if r.top_k == k})
+            row.append(f"{margin[1]:+.4f} ({margin[0]})" if margin else "")
+        gaps = [by["vector"].ndcg10 - by["doc-vector"].ndcg10
+                for k in top_ks
+                for by in [{r.config.name: r for r in results if r.top_k == k}]
+                if {"vector", "doc-vector"} <= set(by)]
+        row.append(("yes" if all(g >= 0 for g in gaps) else "no") + " (" + ", ".join(f"{g:+.4f}" for g in gaps) + ")"
+                   if gaps else "")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------ variants
@@ -583,7 +656,9 @@ def code_version() -> str:
 def model_for(dataset: str, model: str) -> str:
     if model != "auto":
         return model
-    return {"scifact": "minilm", "drcd": "e5", "cisi": "minilm", "cmrc": "e5"}[dataset]
+    from bench.datasets import DATASETS
+
+    return "minilm" if DATASETS[dataset].language == "en" else "e5"
 
 
 def apply_patches(patches: Sequence[str]) -> None:
@@ -626,7 +701,8 @@ def run_dataset(name: str, args) -> dict[str, Any]:
     t_start = time.perf_counter()
     variants = [v for v in args.variants.split(",") if v] if args.variants != "all" else list(VARIANTS)
     results, bench = asyncio.run(evaluate(corpus, queries, qrels, doc_embed, query_embed, configs,
-                                          prewarm=doc_embed, progress=True, variants=variants))
+                                          prewarm=doc_embed, progress=True, variants=variants,
+                                          file_ext=DATASETS[name].file_ext, top_ks=args.top_k))
     elapsed = time.perf_counter() - t_start + t_queries
     info = DATASETS[name]
     print(f"\n### {name} — {info.description}")
@@ -647,10 +723,11 @@ def run_dataset(name: str, args) -> dict[str, Any]:
     return {
         "dataset": name, "docs": len(corpus), "queries": len(queries), "model": embedder.name,
         "chunks": bench.chunks, "seconds": elapsed, "ingest_seconds": bench.ingest_seconds,
-        "results": [{"config": r.config.name, "ndcg10": r.ndcg10, "recall5": r.recall5, "mrr10": r.mrr10,
+        "results": [{"config": r.config.name, "top_k": r.top_k, "ndcg10": r.ndcg10, "recall5": r.recall5, "mrr10": r.mrr10,
                      "calls_per_query": r.calls_per_query, "engine_ms": r.engine_ms,
                      "engine_ms_p95": r.engine_ms_p95} for r in results],
-        "per_query": {r.config.name: r.per_query for r in results},
+        "per_query": {f"{r.config.name}@{r.top_k}": r.per_query for r in results},
+        "result_objects": results,
         "qrels": qrels,
     }
 
@@ -732,16 +809,25 @@ def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
 
 
 # ------------------------------------------------------------------------------------ main
+DATASET_NAMES = ("scifact", "cisi", "medquad", "medquad-pages", "drcd", "cmrc")
+
+
+def _int_list(raw: str) -> list[int]:
+    return [int(x) for x in raw.split(",") if x.strip()]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="all", help="scifact, drcd, cisi, cmrc, a comma list, or all")
+    parser.add_argument("--dataset", default="all", help=", ".join(DATASET_NAMES) + ", a comma list, or all")
     parser.add_argument("--model", default="auto", choices=["minilm", "e5", "auto"])
     parser.add_argument("--queries", type=int, default=None, help="queries per dataset (default: all)")
     parser.add_argument("--docs", type=int, default=None,
                         help="corpus size (judged docs of the selected queries are always kept; default: "
                              "all: scifact 3,000, drcd 5,017)")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--top-k", type=int, default=TOP_K, help="results per query (5 is the plugin's default)")
+    parser.add_argument("--top-k", type=_int_list, default=[TOP_K],
+                        help="results per query, or a comma list (e.g. 10,5) measured on the same ingest "
+                             "(5 is the plugin's default)")
     parser.add_argument("--configs", default="", help="comma-separated subset of: " + ",".join(c.name for c in CONFIGS))
     parser.add_argument("--patch", action="append", default=[], help="MODULE.ATTR=VALUE, e.g. lucidrag.retrieval.fusion.DIVERSITY_MARGIN=0.3")
     parser.add_argument("--variants", default="", help="after the configs, re-run keyword and hybrid with "
@@ -754,7 +840,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scale-queries", type=int, default=200)
     args = parser.parse_args(argv)
     args.code = code_version()  # lucidrag was imported just now, with the tree in this state
-    globals()["TOP_K"] = args.top_k
+    globals()["TOP_K"] = args.top_k[0]
     apply_patches(args.patch)
     if args.cjk_segmenter == "rjieba":
         import rjieba  # benchmark-only; MIT, a wheel
@@ -768,12 +854,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.scale:
         scale([int(s) for s in args.sizes.split(",")], args.scale_queries, 7)
         return
-    names = ["scifact", "drcd", "cisi", "cmrc"] if args.dataset == "all" else args.dataset.split(",")
+    names = list(DATASET_NAMES) if args.dataset == "all" else args.dataset.split(",")
+    unknown = [n for n in names if n not in DATASET_NAMES]
+    if unknown:
+        parser.error(f"--dataset: unknown {', '.join(unknown)} (choose from {', '.join(DATASET_NAMES)})")
     out = []
     docs_arg = args.docs
     for name in names:
         args.docs = docs_arg
         out.append(run_dataset(name, args))
+    print("\n### all collections (nDCG@10)\n")
+    print(summary_table([(o["dataset"], o.pop("result_objects")) for o in out]))
     if args.json:
         Path(args.json).write_text(json.dumps(out, ensure_ascii=False))
 

@@ -2,8 +2,8 @@
 
     python scripts/chunk_stats.py scifact cisi drcd cmrc
 
-Each document goes through the real text parser and chunker (title + blank line + text, as
-scripts/bench_retrieval.py uploads it) with the default creation settings. Prints chunks,
+Each document goes through the real parser and chunker, uploaded as scripts/bench_retrieval.py
+uploads it (file_body; a Markdown set's sections as headings) with the default creation settings. Prints chunks,
 documents cut into several chunks, mean chunk length, characters sent to the embedding model
 ÷ characters of document text, and chunks (embed text) shorter than 128 characters.
 """
@@ -17,20 +17,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.datasets import load_dataset  # noqa: E402
+from bench.datasets import DATASETS, load_dataset  # noqa: E402
 from lucidrag.base.settings import parse_creation_settings  # noqa: E402
 from lucidrag.ingestion.chunking import chunk_document  # noqa: E402
-from lucidrag.ingestion.parsing.text import parse_text  # noqa: E402
+from lucidrag.ingestion.parsing.registry import parse_bytes  # noqa: E402
+from scripts.bench_retrieval import file_body  # noqa: E402
 
 
 def main(names: list[str]) -> None:
     settings = parse_creation_settings({"embedding_model_uuid": "m"})
     for name in names:
         ds = load_dataset(name)
+        ext = DATASETS[name].file_ext
         lengths: list[int] = []
         embedded = source = small = multi = 0
         for title, text in ds.corpus.values():
-            document = parse_text((f"{title}\n\n{text}" if title else text).encode(), ".txt")
+            document = parse_bytes(file_body(title, text, ext).encode(), f"doc{ext}")
             chunks = chunk_document(document, settings).chunks
             source += len(document.text)
             multi += len(chunks) > 1

@@ -70,3 +70,42 @@ def test_subsample_keeps_judged_docs():
     corpus, queries, qrels = br.subsample(DS, 4, 12, seed=1)
     assert len(queries) == 4 and len(corpus) == 12
     assert all(d in corpus for q in queries for d in qrels[q])
+
+
+def test_reciprocal_rank_fusion_hand_checked():
+    br = _load()
+    # a: 1/61 + 1/62, c: 1/63 + 1/61, b: 1/62 (k = 60)
+    assert br.reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]]) == ["a", "c", "b"]
+    assert br.reciprocal_rank_fusion([[], ["x"]]) == ["x"]
+
+
+def test_doc_rrf_and_two_top_ks_on_one_ingest_and_the_bar_per_top_k():
+    br = _load()
+    corpus = {f"d{i}": (f"Part {i}", f"Widget PX-{100 + i} is a bracket number {i} for line {i % 3}. " * 4)
+              for i in range(20)}
+    queries = {f"q{i}": f"bracket PX-{100 + i}" for i in range(20)}
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(20)}
+    configs = [c for c in br.CONFIGS if c.name in {"vector", "keyword", "hybrid", *br.BASELINES}]
+    results, bench = asyncio.run(br.evaluate(corpus, queries, qrels, _embed, _embed, configs, top_ks=(10, 5)))
+    assert [(r.config.name, r.top_k) for r in results] == [(c.name, k) for k in (10, 5) for c in configs]
+    by = {(r.config.name, r.top_k): r for r in results}
+    assert by[("doc-rrf", 10)].ndcg10 > 0.9  # doc-bm25 names the doc exactly; fusion keeps it on top
+    assert all(len(ranked) <= 5 for ranked in by[("doc-rrf", 5)].per_query.values())
+    assert by[("doc-rrf", 10)].calls_breakdown.get("vector_search") == 1.0  # the doc-vector half
+    text = br.comparison(results)
+    assert "top_k 10 ndcg10 vs the best baseline" in text and "top_k 5 ndcg10 vs the best baseline" in text
+    assert "vector - doc-vector" in text
+    table = br.summary_table([("tiny", results)])
+    assert table.splitlines()[2].startswith("| tiny |") and "hybrid − best baseline @5" in table
+
+
+def test_markdown_collections_upload_sections_as_headings():
+    br = _load()
+    body = br.file_body("Acromegaly", "## What causes it?\n\nToo much growth hormone.", ".md")
+    assert body.startswith("# Acromegaly\n\n## What causes it?")
+    assert br.file_body("T", "text", ".txt") == "T\n\ntext"
+    corpus = {"p1": ("Acromegaly", "## What causes it?\n\nToo much growth hormone.\n\n## Treatment\n\nSurgery.")}
+    recorded = []
+    asyncio.run(br.evaluate(corpus, {"q": "growth hormone"}, {"q": {"p1": 1}}, _embed, _embed,
+                            [c for c in br.CONFIGS if c.name == "vector"], prewarm=recorded.extend, file_ext=".md"))
+    assert any(t.startswith("Acromegaly › What causes it?") for t in recorded), recorded

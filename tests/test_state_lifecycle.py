@@ -183,6 +183,15 @@ def answers_back(host: FakePlugin, method: str = "vector_upsert") -> None:
     host.__dict__.pop(method, None)
 
 
+async def no_entry_after_a_restart(host: FakePlugin) -> None:
+    """No journal entry is left once the next process settled: the entry of a file whose upsert
+    went unanswered stays until then, since LangBot may still finish that upsert."""
+    back = restarted(host)
+    for _ in range(2):
+        await back.retrieve(KB, "anything")
+    assert not [k for k in host.storage if "/journal/" in k]
+
+
 async def a_failed_first_upload(host: FakePlugin, restart: bool, written: bool = True) -> tuple[Harness, str]:
     """A new KB whose first upload FAILED because the upsert's answer was lost (after LangBot wrote
     it, or before it got there); answers come back, then the process restarts or goes on. Returns
@@ -207,7 +216,7 @@ async def test_a_new_kbs_first_upsert_that_wrote_but_lost_its_answer_leaves_no_v
     for _ in range(2):
         await settled.retrieve(KB, "anything")
     assert host.vectors_of(KB, failed_id) == [], "the failed file's vectors leaked"
-    assert not [k for k in host.storage if "/journal/" in k]
+    await no_entry_after_a_restart(host)
     assert host.dims.get(KB) in (None, DIM)
     tea = await settled.ingest(KB, "tea.txt", TEA)
     assert tea.status == DocumentStatus.COMPLETED, tea.error_message
@@ -224,7 +233,41 @@ async def test_deleting_such_a_failed_file_at_once_removes_its_vectors(restart: 
     assert await settled.component.delete_document(KB, failed_id) is True
     assert host.vectors_of(KB, failed_id) == [], "the deleted file's vectors leaked"
     assert host.dims.get(KB) in (None, DIM)
-    assert not [k for k in host.storage if "/journal/" in k]
+    await no_entry_after_a_restart(host)
+
+
+async def test_a_failed_file_uploaded_again_while_it_is_deleted_creates_no_default_collection():
+    """A new Milvus KB's first file FAILED without a vector; the operator deletes it and uploads
+    the same document again at once. Replacing the earlier version while the delete runs must not
+    delete from a collection that does not exist (Milvus would create it with dimension 1536, and
+    refuse every vector of the model)."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
+    failed = await harness.ingest(KB, "empty.txt", b"", document_id="solar")
+    assert failed.status == DocumentStatus.FAILED
+    record_read, upserted = asyncio.Event(), asyncio.Event()
+    real_get, real_upsert = host.get_plugin_storage, host.vector_upsert
+
+    async def get(key: str) -> bytes:  # the delete, mid-way: holds the KB's lock until the upload wrote
+        if key == file_record_key(KB, "solar"):
+            record_read.set()
+            await upserted.wait()
+        return await real_get(key)
+
+    async def upsert(*args, **kwargs):
+        try:
+            return await real_upsert(*args, **kwargs)
+        finally:
+            upserted.set()
+
+    host.get_plugin_storage, host.vector_upsert = get, upsert
+    deleting = asyncio.ensure_future(harness.component.delete_document(KB, "solar"))
+    await record_read.wait()
+    again = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    assert await deleting is True
+    assert host.dims[KB] == DIM, "a collection with Milvus' default dimension was created"
+    assert again.status == DocumentStatus.COMPLETED, again.error_message
 
 
 @pytest.mark.parametrize("restart", [False, True], ids=["same-process", "after-a-restart"])
@@ -289,7 +332,9 @@ async def test_a_new_milvus_kbs_first_upsert_that_never_reached_the_host_creates
     for _ in range(2):
         await settled.retrieve(KB, "anything")
     assert host.dims.get(KB) in (None, DIM), "a collection with Milvus' default dimension was created"
-    assert host.vectors_of(KB) == [] and not [k for k in host.storage if "/journal/" in k]
+    assert host.vectors_of(KB) == []
+    await no_entry_after_a_restart(host)
+    assert host.dims.get(KB) in (None, DIM)
     tea = await settled.ingest(KB, "tea.txt", TEA)
     assert tea.status == DocumentStatus.COMPLETED, tea.error_message
 

@@ -105,9 +105,14 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     record, vectors = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
-            # upsert), then write the new vectors.
+            # upsert), then write the new vectors. Not in a collection that may not exist (a
+            # delete would make Milvus create it with dimension 1536): a KB that never had a
+            # vector has no earlier version, and one unknown is probed first.
             if await state.is_stored(store, request.document_id):
-                await _delete_previous_version(host, request)
+                async with state.writes.write():
+                    opened = await state.open_collection(host, request.collection_id, dim)
+                if opened:
+                    await _delete_previous_version(host, request)
             async with state.writes.write():
                 begun = True
                 if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
@@ -163,13 +168,13 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
         batch = record.chunks[start : start + UPSERT_BATCH]
 
         def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
-            return with_retries(lambda: host.vector_upsert(
+            return with_retries(lambda: state.late_writes.send(record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
                 collection_id=request.collection_id,
                 vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
                 ids=[c.chunk_id for c in b],
                 metadata=[c.metadata(record.format) for c in b],
                 documents=[c.text for c in b],
-            ))
+            )))
         async with state.writes.write():
             if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some

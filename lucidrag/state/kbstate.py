@@ -48,6 +48,7 @@ from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
+from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
@@ -121,6 +122,7 @@ class KnowledgeBaseState:
     # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
     unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with an unanswered upsert
     meta_dirty: bool = False
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
     # files in the vector DB, nor adopt journalled ones
@@ -690,7 +692,7 @@ class KnowledgeBaseState:
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
             return False
         try:
-            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write)
+            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write, self.late_writes)
         except Exception as error:  # noqa: BLE001 - the next query tries again
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
@@ -708,7 +710,7 @@ class KnowledgeBaseState:
         for it (every adapter's upsert creates a missing collection with the vector's dimension,
         and writes into an existing one), then the file's vectors are deleted by file id, that
         one included. Raises if either call fails (nothing is then known to be removed)."""
-        await remove_first_write(host, collection_id, file_id, dim, self.first_write)
+        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.late_writes)
         self.first_writes.pop(file_id, None)
 
     # ================================================================ delete
@@ -730,7 +732,9 @@ class KnowledgeBaseState:
         async with holding(self.lock):
             if delete_vectors is not None:
                 await delete_vectors()
-            may_land = record_sent or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED)
+            late_vectors = self.late_writes.may_land(file_id)
+            may_land = (record_sent or late_vectors
+                        or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING)
             self.unjournalled.pop(file_id, None)
             await self._unindex(store, file_id)
@@ -746,15 +750,18 @@ class KnowledgeBaseState:
                     self.stored_ids.discard(file_id)
                 await self._clear_journal(store, file_id)
                 return True
-            # A record is left, or LangBot may still write one: the entry keeps a restart from
-            # indexing it and makes its `reconcile` remove it (best effort where storage takes no
-            # write: there a late write cannot land either).
-            marked = await store.write_journal(JournalEntry(file_id, 0))
+            # A record is left, or LangBot may still write one or vectors: the entry keeps a
+            # restart from indexing it and makes its `reconcile` remove them (for a record, best
+            # effort where storage takes no write: there a late save cannot land either).
+            marked = await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
             if marked:
                 self.undeleted_journals.discard(file_id)
-            if may_land and (marked or gone):
+            if may_land and (marked or (gone and not late_vectors)):
                 self.files.move(file_id, FileState.TOMBSTONED)  # left to the next process
-            # else DELETING: `flush` deletes the record (then the entry), or LangBot's retry does
+                if marked:
+                    self.late_writes.left_to_next_process(file_id)
+            # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
+            # may still land), or LangBot's retry does
             return marked or gone
 
     async def delete_file_later(self, store: KbStore, file_id: str) -> bool:
@@ -792,9 +799,14 @@ class KnowledgeBaseState:
                 return
             async with holding(self.lock):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
-                    self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
                     if self.stored_ids is not None:
                         self.stored_ids.discard(file_id)
+                    if self.late_writes.may_land(file_id):  # the entry goes to the next process
+                        if await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id))):
+                            self.files.move(file_id, FileState.TOMBSTONED)  # DELETING -> TOMBSTONED
+                            self.late_writes.left_to_next_process(file_id)
+                        continue
+                    self.files.move(file_id, FileState.DELETED)  # DELETING -> DELETED
                     await self._clear_journal(store, file_id)
         for file_id in list(self.undeleted_journals):
             if time.monotonic() >= deadline:
@@ -1033,15 +1045,16 @@ class KnowledgeBaseState:
             return await self.snapshot.write(store, changes)
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
-                             first_write: asyncio.Lock | None = None) -> None:
+                             first_write: asyncio.Lock | None = None, late_writes: LateWrites | None = None) -> None:
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
     probe = [0.0] * dim
     probe[0] = 1.0
     chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
+    sender = late_writes or LateWrites()
     async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
-        await with_retries(lambda: host.vector_upsert(
+        await with_retries(lambda: sender.send(file_id, dim, lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[chunk_id],
-            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""]))
+            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""])))
     await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))
 
 

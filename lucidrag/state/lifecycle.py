@@ -24,8 +24,9 @@ class FileState(Enum):
     # rewritten "0 chunks", which makes a restart's `reconcile` remove the record
     DELETING = "vectors deleted, record not yet"
     DELETED = "deleted, or failed"  # nothing
-    # deleted or failed after a write of it whose outcome is unknown (a record save without an
-    # answer, which LangBot may still finish; or vectors a failed rollback left): its journal entry
+    # deleted or failed after a write of it whose outcome is unknown (a record save or a vector
+    # upsert without an answer, which LangBot may still finish; or vectors a failed rollback
+    # left): its journal entry
     # "0 chunks" (if storage took it), kept for the next process, whose `reconcile` removes
     # whatever of it is stored then
     TOMBSTONED = "gone, a late write of it may still land"

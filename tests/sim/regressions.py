@@ -358,6 +358,34 @@ REGRESSIONS: dict[str, History] = {
         Step([("create_kb", 2), ("ingest", 8, "medium", 2)], storage=1.0, restart=True),
         Step([("delete", 8)]),
     ]),
+    # a query's probe upsert (a KB whose collection may not exist) lost its answer on a slow host;
+    # a later probe opened the collection and cleared the probe's entry, then the first one landed
+    # and its vector stayed for good (seeds 454, 608, 828)
+    "probe-landing-after-the-collection-opened-828": History(828, "chroma", [
+        Step([("create_kb", 0)], storage=0.3),
+        Step([("ingest", 0, "small", 0)], kill_after=4),
+        Step([("repair", "remove_orphan_vectors", 0, 0), ("retrieve", 0, "vector", "not-file")], slow=1.0),
+        Step([("ingest", 1, "small", 0)]),
+    ]),
+    # an upsert of a file whose answer was lost (retried, or cut off by the hook's deadline)
+    # landed after the file FAILED or was deleted, and its vector stayed for good (seeds 962,
+    # 1017, 1117)
+    "upsert-landing-after-its-file-went-962": History(962, "pgvector", [
+        Step([("create_kb", 0), ("ingest", 0, "medium", 0)]),
+        Step([("ingest", 1, "large", 0), ("ingest", 0, "bad", 0), ("ingest", 2, "small", 0)]),
+        Step([("ingest", 3, "bad", 0), ("retrieve", 0, "keyword", "none"), ("ingest", 4, "bad", 0)]),
+        Step([("ingest", 5, "large", 0), ("retrieve", 4, "vector", "none"), ("create_kb", 1)]),
+        Step([("ingest", 6, "medium", 0), ("ingest", 7, "large", 1)], lost=0.2),
+        Step([("ingest", 8, "small", 0)], slow=1.0),
+    ]),
+    # a failed file of a KB that never had a vector was deleted and uploaded again at once: the
+    # upload replaced "the earlier version" while the delete ran, and its vector delete made
+    # Milvus create the collection with dimension 1536 (seed 388)
+    "reupload-during-a-delete-on-a-new-kb-388": History(388, "milvus", [
+        Step([("create_kb", 2)]),
+        Step([("ingest", 5, "medium", 2)], storage=1.0),
+        Step([("delete", 5), ("ingest", 5, "small", 2)]),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {

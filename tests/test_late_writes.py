@@ -1,0 +1,67 @@
+"""Vector upserts whose answer was lost: LangBot never cancels a call the plugin stopped waiting
+for, so such an upsert may write its vectors after the plugin removed the file. Whatever lands
+is removed by the next process (the file's journal entry "0 chunks" stays for it), and never
+answered meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag.state.kbstate import PROBE_FILE_ID
+from tests.conftest import FakePlugin, Harness
+from tests.fakes import ActionCallTimeoutError
+from tests.test_state_runtime import restarted
+
+KB = "kb-late"
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+CREATE = {"embedding_model_uuid": "embed-model-1"}
+
+
+def answer_lost_once(host: FakePlugin, file_id: str) -> list[Callable[[], Awaitable[Any]]]:
+    """The next upsert of `file_id`'s vectors is left to land later (the returned landings): the
+    plugin gets the SDK's call timeout."""
+    real, landings = host.vector_upsert, []
+
+    async def upsert(*args: Any, **kwargs: Any) -> Any:
+        if not landings and kwargs["metadata"][0].get("file_id") == file_id:
+            landings.append(lambda: real(*args, **kwargs))
+            raise ActionCallTimeoutError("vector_upsert: the action call timed out")
+        return await real(*args, **kwargs)
+
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+    return landings
+
+
+async def test_an_upsert_landing_after_its_file_was_deleted_is_removed_after_a_restart():
+    host = FakePlugin()
+    harness = Harness(host)
+    landings = answer_lost_once(host, "solar")
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert await harness.component.delete_document(KB, "solar") is True
+    await landings[0]()  # LangBot finishes the upsert the plugin gave up on
+    back = restarted(host)
+    for mode in ("vector", "keyword", "hybrid"):
+        response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": mode})
+        assert [e.metadata["file_id"] for e in response.results] == []
+    assert host.vectors_of(KB, "solar") == []
+
+
+async def test_a_probe_landing_after_the_collection_was_opened_is_removed_after_a_restart():
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/meta"))
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    back = restarted(host)  # storage holds nothing of the KB: whether its collection exists is unknown
+    landings = answer_lost_once(back.host, PROBE_FILE_ID)
+    # the probe's first answer is lost; its retry opens the collection
+    await back.retrieve(KB, "anything", settings={"search_mode": "vector"})
+    assert landings, "the probe was not sent"
+    assert (await back.ingest(KB, "solar.txt", SOLAR)).status == DocumentStatus.COMPLETED
+    await landings[0]()
+    again = restarted(host)  # the KB has vectors now: no probe of its own
+    for _ in range(3):
+        await again.retrieve(KB, "anything")
+    assert host.vectors_of(KB, PROBE_FILE_ID) == []

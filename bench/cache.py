@@ -74,7 +74,13 @@ class CachedEmbedder:
         by_sha = {s: t for s, t in zip(shas, texts)}
         fn = self.inner.embed_queries if kind == "query" else self.inner.embed_documents
         for i in range(0, len(todo), self.chunk):
-            part = todo[i : i + self.chunk]
+            # Another run sharing the cache may have embedded some of these meanwhile.
+            done_elsewhere = self.cache.get_many(self.name, kind, todo[i : i + self.chunk])
+            found.update(done_elsewhere)
+            self.hits += sum(1 for s in shas if s in done_elsewhere)
+            part = [s for s in todo[i : i + self.chunk] if s not in done_elsewhere]
+            if not part:
+                continue
             vecs = fn([by_sha[s] for s in part])
             items = [(s, np.asarray(v, dtype=np.float32).tobytes()) for s, v in zip(part, vecs)]
             self.cache.put_many(self.name, kind, items)

@@ -20,6 +20,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from lucidrag.state.storage_keys import file_record_key, index_manifest_key
 from tests import test_state_runtime
 from tests.conftest import FakePlugin, Harness
+from tests.fakes import ActionCallTimeoutError
 from tests.test_state_runtime import crash_during_upsert, long_text, restarted
 
 KB = "kb-states"
@@ -186,7 +187,7 @@ async def test_an_upload_cut_off_by_a_crash_is_never_answered_while_its_vectors_
 async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answer(
         host: FakePlugin, record_deleted: bool, still_indexing: bool):
     async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
-        if not record_deleted:  # neither the record's delete nor its tombstone (journal entry) takes
+        if not record_deleted:  # neither the record's delete nor its journal entry takes
             harness.host.fail("delete_plugin_storage", when=is_record_of("solar"))
             harness.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/journal/solar"))
         searched, deleted = asyncio.Event(), asyncio.Event()
@@ -210,7 +211,10 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
                 deleted.set()
             response = await query
             assert ok is record_deleted  # a failed record delete: LangBot keeps the file, it is deleted again
-            assert "solar" not in [entry.metadata["file_id"] for entry in response.results], mode
+            if record_deleted:
+                assert "solar" not in [entry.metadata["file_id"] for entry in response.results], mode
+            else:  # nothing was deleted: the file is whole, in every mode
+                assert harness.host.vectors_of(KB, "solar"), mode
         harness.host.vector_search = search  # type: ignore[method-assign]
         harness.host.faults.clear()
         assert await harness.component.delete_document(KB, "solar") is True
@@ -336,3 +340,24 @@ async def test_a_deleted_file_leaves_nothing_to_retry(harness: Harness, host: Fa
     await harness.retrieve(KB, "tea")
     assert host.calls["delete_plugin_storage"] == deletes, "nothing is left to delete"
     assert await harness.component.delete_document(KB, "solar") is True
+
+
+async def test_a_delete_whose_vector_delete_lost_its_answer_is_answered_by_nothing(harness: Harness, host: FakePlugin):
+    """LangBot deleted the vectors but the answer was lost: the delete fails (LangBot keeps the
+    file), and the file is no answer by keyword either, now or after a restart."""
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    real = host.vector_delete
+
+    async def lost(*args: Any, **kwargs: Any) -> int:
+        await real(*args, **kwargs)
+        raise ActionCallTimeoutError("vector_delete: the action call timed out")
+
+    host.vector_delete = lost  # type: ignore[method-assign]
+    assert await harness.component.delete_document(KB, solar.document_id) is False
+    host.vector_delete = real  # type: ignore[method-assign]
+    for mode in MODES:
+        assert solar.document_id not in await answered_files(harness, SOLAR_QUESTION, mode), mode
+    back = restarted(host)
+    for mode in MODES:
+        assert solar.document_id not in await answered_files(back, SOLAR_QUESTION, mode), mode
+

@@ -39,9 +39,9 @@ def keys_of(host, file_id: str) -> list[str]:
 
 
 async def test_a_delete_whose_bookkeeping_hangs_answers_false_in_time_and_a_retry_finishes_it(harness: Harness, host):
-    """True only once the deletion survives a restart: storage that hangs after the vectors went
-    gives False in time (LangBot keeps the file), the file is never answered meanwhile, and the
-    operator's second delete finishes it."""
+    """True only once the deletion survives a restart: storage that hangs gives False in time,
+    before any vector goes (LangBot keeps the file, whole), and the operator's second delete
+    finishes it."""
     await harness.ingest(KB, "tea.txt", TEA)
     gone = await harness.ingest(KB, "pumps.txt", MANUAL)
     assert keys_of(host, gone.document_id)
@@ -49,11 +49,9 @@ async def test_a_delete_whose_bookkeeping_hangs_answers_false_in_time_and_a_retr
         host.hang(method)  # plugin storage stops answering right after the vectors are deleted
 
     assert await within("delete", harness.component.delete_document(KB, gone.document_id)) is False
-    assert host.vectors_of(KB, gone.document_id) == []
+    assert host.vectors_of(KB, gone.document_id)
 
     host.hangs.clear()
-    texts = await within("retrieve", harness.texts(KB, "seal replaced hours pump", settings={"search_mode": "keyword"}))
-    assert not any("P-3 needs" in t for t in texts)
     assert await within("delete", harness.component.delete_document(KB, gone.document_id)) is True
     assert keys_of(host, gone.document_id) == []
     back = restarted(host)

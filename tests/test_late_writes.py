@@ -1,7 +1,7 @@
-"""Vector upserts whose answer was lost: LangBot never cancels a call the plugin stopped waiting
-for, so such an upsert may write its vectors after the plugin removed the file. Whatever lands
-is removed by the next process (the file's journal entry "0 chunks" stays for it), and never
-answered meanwhile."""
+"""Writes whose answer was lost: LangBot never cancels a call the plugin stopped waiting for, so
+such an upsert (or record save) may write its vectors (or record) after the plugin removed the
+file. Whatever lands is removed by the next process (the file's journal entry "0 chunks" stays
+for it), and never answered meanwhile."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.state.kbstate import PROBE_FILE_ID
+from lucidrag.state.storage_keys import file_record_key
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import ActionCallTimeoutError
 from tests.test_state_runtime import restarted
@@ -65,3 +66,25 @@ async def test_a_probe_landing_after_the_collection_was_opened_is_removed_after_
     for _ in range(3):
         await again.retrieve(KB, "anything")
     assert host.vectors_of(KB, PROBE_FILE_ID) == []
+
+
+async def test_a_record_save_landing_after_its_file_was_deleted_is_removed_after_a_restart():
+    host = FakePlugin()
+    harness = Harness(host)
+    real, landings = host.set_plugin_storage, []
+
+    async def save(key: str, value: bytes) -> None:
+        if key == file_record_key(KB, "solar") and not landings:
+            landings.append(lambda: real(key, value))
+            raise ActionCallTimeoutError("set_plugin_storage: the action call timed out")
+        await real(key, value)
+
+    host.set_plugin_storage = save  # type: ignore[method-assign]
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert await harness.component.delete_document(KB, "solar") is True
+    await landings[0]()  # LangBot finishes the first save, which the commit had given up on
+    back = restarted(host)
+    for mode in ("keyword", "vector", "hybrid"):
+        response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": mode})
+        assert [e.metadata["file_id"] for e in response.results] == []
+    assert file_record_key(KB, "solar") not in host.storage

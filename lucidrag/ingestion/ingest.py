@@ -225,11 +225,15 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, sto
         return
     with until(deadlines.rollback):
         try:
-            await state.delete_file(store, request.document_id, lambda: with_retries(
-                lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id])))
+            if await state.delete_file(store, request.document_id, lambda: with_retries(
+                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))):
+                return
+            reason = "plugin storage refused it"
         except Exception as error:  # noqa: BLE001 - logged for the operator
-            logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed (%s)",
-                           request.kb_id, request.document_id, describe(error))
+            reason = describe(error)
+        logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
+                       "it is no answer and is removed later", request.kb_id, request.document_id, reason)
+        await state.abort_ingest(store, request.document_id, vectors_removed=False)
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
@@ -303,13 +307,18 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
 
 
 async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:
-    """Re-ingesting a document id replaces it. A failure here (e.g. the collection does not exist
-    yet on some backends) is not fatal: ids are deterministic, so the upsert overwrites anyway."""
+    """Re-ingesting a document id replaces it: its earlier vectors go first. Raises
+    VectorStoreFailure if they could not: the new version's upsert overwrites only as many chunks
+    as it has (and Milvus inserts), so a shorter one would leave the earlier version answered."""
     try:
         await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
     except Exception as error:  # noqa: BLE001
-        logger.info("kb=%s doc=%s: no previous version removed (%s)", request.kb_id,
-                    request.document_id, describe(error))
+        if is_kb_gone(error):
+            return  # the upload fails once it writes (the KB's deletion closed its writes)
+        raise VectorStoreFailure(
+            f"The vector database did not remove the earlier version of this file ({describe(error)}). "
+            "Upload the file again."
+        ) from error
 
 
 async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request: IngestRequest, dim: int) -> bool:

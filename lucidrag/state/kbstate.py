@@ -122,7 +122,7 @@ class KnowledgeBaseState:
     # Filled at the load only; a file leaves once its vectors are read (none) or its record saved
     unrecorded: set[str] = field(default_factory=set)
     undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
-    late_writes: LateWrites = field(default_factory=LateWrites)  # files with an unanswered upsert
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with a write that may still land
     meta_dirty: bool = False
     # the stored meta says (or may still say) "never had a vector": a restart would not look for
     # files in the vector DB, nor adopt journalled ones
@@ -560,7 +560,7 @@ class KnowledgeBaseState:
         async with holding(self.lock):  # BudgetSpent, nothing changed, if it is not free in time
             saved = False
             for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
-                if await store.save_record(record):
+                if await self._put_record(store, record):
                     saved = True
                     break
             if self.meta_dirty:
@@ -613,7 +613,14 @@ class KnowledgeBaseState:
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
-        return await self._name_unsaved_files(store) and await store.save_record(record)
+        return await self._name_unsaved_files(store) and await self._put_record(store, record)
+
+    async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record; a failed save may still land (`late_writes`)."""
+        saved = await store.save_record(record)
+        if not saved:
+            self.late_writes.unanswered(record.file_id)
+        return saved
 
     async def _save_meta(self, store: KbStore) -> None:
         meta = KbMeta(self.metric, self.has_vectors)
@@ -727,11 +734,31 @@ class KnowledgeBaseState:
         process (TOMBSTONED). Waits for the KB lock no longer than the hook's deadline
         (BudgetSpent, nothing done: the vectors go under the lock too).
 
-        Durable before: nothing (the vectors are gone). After: the record is gone, or the journal
-        entry names the file; the index snapshot follows as soon as storage takes it (`flush`)."""
+        With `delete_vectors`, the vectors go only once a restart could not bring the file back
+        by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
+        its record is deleted (if neither: False, nothing done). If they may have gone but the
+        call failed (its answer lost), the file is no answer any more (ABORTED: `reconcile`
+        finishes the deletion) and the error is raised.
+
+        Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
+        After: the record is gone, or the journal entry names the file; the index snapshot follows
+        as soon as storage takes it (`flush`)."""
         async with holding(self.lock):
+            marked = gone = False
+            if delete_vectors is not None and self.files.state(file_id) is not FileState.JOURNALLED:
+                # (a dead process's entry names a JOURNALLED file already)
+                dim = self.first_writes.get(file_id, self.late_writes.dim(file_id))
+                marked = await store.write_journal(JournalEntry(file_id, 0, dim))
+                if not marked:
+                    gone = await store.delete_record(file_id)
+                    if not gone:
+                        return False
             if delete_vectors is not None:
-                await delete_vectors()
+                try:
+                    await delete_vectors()
+                except BaseException:
+                    self.files.move(file_id, FileState.ABORTED)  # `reconcile` deletes what is left
+                    raise
             late_vectors = self.late_writes.may_land(file_id)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
@@ -743,7 +770,7 @@ class KnowledgeBaseState:
             self.adopted = {c: r for c, r in self.adopted.items() if r.file_id != file_id}
             self.to_index.pop(file_id, None)
             await self._persist_index(store)
-            gone = await store.delete_record(file_id)
+            gone = gone or await store.delete_record(file_id)
             if gone and not may_land:
                 self.files.move(file_id, FileState.DELETED)
                 if self.stored_ids is not None:
@@ -753,7 +780,7 @@ class KnowledgeBaseState:
             # A record is left, or LangBot may still write one or vectors: the entry keeps a
             # restart from indexing it and makes its `reconcile` remove them (for a record, best
             # effort where storage takes no write: there a late save cannot land either).
-            marked = await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
+            marked = marked or await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
             if marked:
                 self.undeleted_journals.discard(file_id)
             if may_land and (marked or (gone and not late_vectors)):
@@ -789,7 +816,7 @@ class KnowledgeBaseState:
             async with holding(self.lock):  # a delete landing during the save would be undone by it
                 if self.files.state(file_id) is not FileState.UNSAVED:
                     continue  # deleted meanwhile
-                if record is not None and await store.save_record(record):  # UNSAVED -> COMMITTED
+                if record is not None and await self._put_record(store, record):  # UNSAVED -> COMMITTED
                     self.files.move(file_id, None)
                     self._recorded(file_id)
                     if not self.snapshot.dirty:

@@ -1,11 +1,11 @@
-"""Vector writes that may land after the plugin stopped waiting for them.
+"""Writes of a file that may land after the plugin stopped waiting for them.
 
 LangBot runs each host call in a task of its own and never cancels one the plugin gave up on (the
 SDK's call timeout ran out, or a deadline of the plugin's cut the wait short): such an upsert may
-write its vectors long after the plugin removed the file. `LateWrites` remembers, per file, that
-one of its upserts went unanswered and with which vector dimension, so that removing the file
-leaves its journal entry "0 chunks" for the next process (TOMBSTONED), whose `reconcile` removes
-whatever landed meanwhile.
+write its vectors, and such a record save its record, long after the plugin removed the file.
+`LateWrites` remembers, per file, that one of its writes went unanswered (and the vectors'
+dimension, if known), so that removing the file leaves its journal entry "0 chunks" for the next
+process (TOMBSTONED), whose `reconcile` removes whatever landed meanwhile.
 """
 
 from __future__ import annotations
@@ -40,8 +40,14 @@ class LateWrites:
             return await call()
         except BaseException as error:
             if answer_lost(error):
-                self._dims[file_id] = dim
+                self.unanswered(file_id, dim)
             raise
+
+    def unanswered(self, file_id: str, dim: int | None = None) -> None:
+        """A write of the file failed in a way that may still land (plugin storage says no more
+        than that a save failed: every failed record save counts)."""
+        if dim is not None or file_id not in self._dims:
+            self._dims[file_id] = dim
 
     def may_land(self, file_id: str) -> bool:
         return file_id in self._dims

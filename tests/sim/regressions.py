@@ -386,24 +386,21 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 5, "medium", 2)], storage=1.0),
         Step([("delete", 5), ("ingest", 5, "small", 2)]),
     ]),
+    # a document id uploaded again, shorter, COMPLETED though the earlier version's delete was
+    # refused: the earlier version's last chunks were answered (seeds 635, 1141)
+    "shorter-reupload-over-an-undeleted-version-635": History(635, "pgvector", [
+        Step([("ingest", 0, "small", 0)], vectors=0.2),
+        Step([("ingest", 2, "medium", 0)]),
+        Step([("ingest", 4, "bad", 0), ("ingest", 2, "small", 0)], vectors=0.5),
+    ]),
 }
 
-OPEN_DEFECTS: dict[str, str] = {
-    # fixed for what they were kept for; they fail again on the check that a file whose delete
-    # returned False after its vectors went is no answer (its record brings it back)
-    "deleted-file-back-after-restart":
-        "a file whose delete returned False after its vectors went is answered by keyword after a restart",
-    "delete-returned-false-file-answered-by-keyword-12":
-        "a file whose delete returned False after its vectors went is answered by keyword",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 # Violations of the random histories that open defects explain (regular expressions over the
 # violation's text -> the defect): tests/sim/test_sim.py lets them pass and fails on any other.
 # Remove an entry once its defect is fixed.
 OPEN_IN_RANDOM_HISTORIES: dict[str, str] = {
-    r"whose delete returned False after its vectors were deleted":
-        "on storage that refuses the record's delete and its tombstone, a file whose vectors were "
-        "deleted is answered by keyword after a restart",
     r"^returned-gone: .*\(failed; upload \[[0-9]*\] of [0-9]+\)":
         "on storage that refuses the record's delete and its tombstone, a failed re-upload leaves the "
         "earlier version's record",

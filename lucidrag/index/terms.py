@@ -298,8 +298,8 @@ MAX_QUERY_TERMS = 48  # distinct query terms scored; longer queries keep their r
 # BM25 (k1, b) of CJK terms (character bigrams and single characters), in place of the index's
 # own (1.2, 0.75, which other terms keep): a character repeated in a chunk, or a longer chunk,
 # says less about a Chinese sentence than a repeated word about an English paragraph. Keyword
-# mode on question → sentence sets: DRCD +0.017, CMRC +0.024 nDCG@10; the same parameters for
-# every term cost English abstracts 0.003-0.004 (docs/BENCHMARKS.md).
+# mode on question → sentence sets: DRCD +0.012, CMRC +0.010 nDCG@10 (hybrid within ±0.001); the
+# same parameters for every term cost English abstracts 0.003-0.004 (docs/BENCHMARKS.md).
 CJK_BM25_K1 = 0.9
 CJK_BM25_B = 0.4
 _CJK_START = re.compile(f"[{_CJK}]")

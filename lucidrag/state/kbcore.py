@@ -190,8 +190,9 @@ class KbCore:
         as soon as storage takes it (`flush`)."""
         async with holding(self.lock):
             marked = gone = False
-            if delete_vectors is not None and self.files.state(file_id) is not FileState.JOURNALLED:
-                # (a dead process's entry names a JOURNALLED file already)
+            if delete_vectors is not None and self.files.state(file_id) not in (FileState.JOURNALLED,
+                                                                                  FileState.ABORTED):
+                # (a JOURNALLED or ABORTED file has its entry, of a dead process or of the failure)
                 dim = self.files.first_write_dim(file_id)
                 marked = await store.write_journal(JournalEntry(
                     file_id, 0, dim if dim is not None else self.late_writes.dim(file_id)))

@@ -201,7 +201,7 @@ def _cjk_bigrams(run: str) -> list[str]:
 
 
 # Terms of a CJK run of two or more characters (documents and queries alike). Overlapping
-# bigrams; scripts/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
+# bigrams; bench/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
 cjk_terms = _cjk_bigrams
 
 

@@ -33,6 +33,7 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
+from lucidrag.state.latewrites import UnansweredStorageWrites, noting_unanswered_writes
 from lucidrag.state.journals import remove_first_write
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
@@ -66,6 +67,7 @@ class Installation:
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
     query_logs: dict[str, QueryLog] = field(default_factory=dict)  # the console's recent questions per KB
     deleted_kbs: set[str] = field(default_factory=set)  # KBs deleted in this process: no log is kept for them
+    unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)
@@ -93,12 +95,15 @@ R = TypeVar("R")
 def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]
                    ) -> Callable[Concatenate[Engine, HostApi, str, P], Awaitable[R]]:
     """What a hook starts beside its own work (reading a KB's index snapshot, saving the query
-    logs) ends before it returns (base/alongside.py)."""
+    logs) ends before it returns (base/alongside.py); its plugin-storage writes given up on are
+    the installation's to know of."""
     @functools.wraps(hook)
     async def run(self: Engine, host: HostApi, installation_id: str, *args: P.args, **kwargs: P.kwargs) -> R:
-        async with hook_scope():
-            self._save_query_logs_beside(host, self.installation(installation_id), eager=hook.__name__ != "retrieve")
-            return await hook(self, host, installation_id, *args, **kwargs)
+        inst = self.installation(installation_id)
+        with noting_unanswered_writes(inst.unanswered_writes):
+            async with hook_scope():
+                self._save_query_logs_beside(host, inst, eager=hook.__name__ != "retrieve")
+                return await hook(self, host, installation_id, *args, **kwargs)
     return run
 
 

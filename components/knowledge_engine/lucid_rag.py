@@ -41,6 +41,7 @@ from lucidrag.engine import Engine
 from lucidrag.ingestion.ingest import IngestRequest
 from lucidrag.ingestion.parsing import document_from_parse_result
 from lucidrag.state.failures import forget_failure, remember_outcome
+from lucidrag.state.latewrites import noting_unanswered_writes
 from lucidrag.state.saved_settings import save_creation_settings
 
 logger = logging.getLogger(__name__)
@@ -102,11 +103,12 @@ class LucidRag(KnowledgeEngine):
             state = inst.kbs.get(kb_id)
             try:  # a KB deletion waits for these writes, or they do not start
                 async with (state.writes.write() if state is not None else contextlib.nullcontext()):
-                    await remember_outcome(self.plugin, kb_id, result.document_id,
-                                           result.error_message if result.status == DocumentStatus.FAILED else None,
-                                           context.file_object.metadata.filename,
-                                           None if kb_id in inst.settings_saved else context.creation_settings,
-                                           context.file_object.metadata.file_size or 0)
+                    with noting_unanswered_writes(inst.unanswered_writes):
+                        await remember_outcome(self.plugin, kb_id, result.document_id,
+                                               result.error_message if result.status == DocumentStatus.FAILED else None,
+                                               context.file_object.metadata.filename,
+                                               None if kb_id in inst.settings_saved else context.creation_settings,
+                                               context.file_object.metadata.file_size or 0)
             except GateClosed:  # the KB is being deleted: nothing more is stored for it
                 return result
             inst.settings_saved.add(kb_id)

@@ -17,6 +17,7 @@ import time
 from lucidrag.base.budget import BudgetSpent
 from lucidrag.base.budget import deadline as hook_deadline
 from lucidrag.base.host import HostApi, describe, is_kb_gone, with_retries
+from lucidrag.state.latewrites import storage_writes_may_land
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.vectorscan import LIST_PAGE, file_ids_of
 
@@ -44,6 +45,7 @@ class KbDeletion:
         self.tried: set[str] = set()  # files found by listing and deleted by id
         self.deleted = 0
         self.vectors_done = False
+        self.keys_swept = False  # every key listed was deleted, but a write given up on may still land
         self.done = False
         self.started = time.monotonic()
 
@@ -52,7 +54,7 @@ class KbDeletion:
         the KB is gone."""
         deadline = min(deadline, hook_deadline())
         try:
-            while not self.done and time.monotonic() < deadline:
+            while not self.done and time.monotonic() < deadline and not self._awaiting_late_writes():
                 await self.step(host, deadline)
         except BudgetSpent:
             pass  # the step is repeated by a later run
@@ -70,10 +72,16 @@ class KbDeletion:
                 self.vectors_done = True
             return
         if not await KbStore(host, self.kb_id).delete_everything(deadline):
-            return  # plugin-storage keys left (budget, or storage failed): the next run continues
+            # keys left (budget, or storage failed), or the marker kept: the next run continues
+            self.keys_swept = storage_writes_may_land(self.kb_id)
+            return
         self.done = True
         logger.info("kb=%s: knowledge base removed (%d files, %.1f s)", self.kb_id, self.deleted,
                     time.monotonic() - self.started)
+
+    def _awaiting_late_writes(self) -> bool:
+        """The keys are deleted, and the next listing waits until what was given up on has landed."""
+        return self.keys_swept and storage_writes_may_land(self.kb_id)
 
     async def _vector_step(self, host: HostApi) -> None:
         if self.bulk is None:

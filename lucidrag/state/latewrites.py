@@ -6,18 +6,28 @@ write its vectors, and such a record save its record, long after the plugin remo
 `LateWrites` remembers, per file, that one of its writes went unanswered (and the vectors'
 dimension, if known), so that removing the file leaves its journal entry "0 chunks" for the next
 process (TOMBSTONED), whose `reconcile` removes whatever landed meanwhile.
+`UnansweredStorageWrites` does the same for plugin-storage keys, so that a KB's deletion lists its
+keys once more after such a write has had time to land.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from typing import TypeVar
 
 from lucidrag.base.budget import BudgetSpent
 from lucidrag.base.host import is_connection_lost
+from lucidrag.state.storage_keys import keys_of_kb
 
 T = TypeVar("T")
+
+# How long after the plugin gave up on a plugin-storage write LangBot may still do it: the SDK
+# gives up after 15 s, while LangBot's task carries on behind a slow database.
+STORAGE_LANDING_S = 60.0
 
 
 def answer_lost(error: BaseException) -> bool:
@@ -58,3 +68,42 @@ class LateWrites:
     def left_to_next_process(self, file_id: str) -> None:
         """The file's entry "0 chunks" is durable: the next process removes what lands."""
         self._dims.pop(file_id, None)
+
+
+class UnansweredStorageWrites:
+    """The plugin-storage keys of one installation whose write went unanswered in this process
+    (the time it was given up on): LangBot may still write them."""
+
+    def __init__(self) -> None:
+        self._given_up: dict[str, float] = {}
+
+    def given_up(self, key: str) -> None:
+        now = time.monotonic()
+        self._given_up = {k: at for k, at in self._given_up.items() if at + STORAGE_LANDING_S > now}
+        self._given_up[key] = now
+
+    def quiet_at(self, kb_id: str) -> float:
+        """When every write of the KB's keys given up on so far has had time to land."""
+        late = keys_of_kb(list(self._given_up), kb_id)
+        return max((self._given_up[k] + STORAGE_LANDING_S for k in late), default=0.0)
+
+
+# the installation's, set for the duration of each hook
+unanswered_storage_writes: ContextVar[UnansweredStorageWrites | None] = ContextVar(
+    "unanswered_storage_writes", default=None)
+
+
+@contextlib.contextmanager
+def noting_unanswered_writes(writes: UnansweredStorageWrites) -> Iterator[None]:
+    """Plugin-storage writes given up on within the block are noted in `writes`."""
+    token = unanswered_storage_writes.set(writes)
+    try:
+        yield
+    finally:
+        unanswered_storage_writes.reset(token)
+
+
+def storage_writes_may_land(kb_id: str) -> bool:
+    """Whether a write of the KB's keys this process gave up on may still land."""
+    writes = unanswered_storage_writes.get()
+    return writes is not None and time.monotonic() < writes.quiet_at(kb_id)

@@ -24,6 +24,7 @@ from typing import TypeVar
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import bounded
 from lucidrag.base.host import HostApi, describe
+from lucidrag.state.latewrites import answer_lost, storage_writes_may_land, unanswered_storage_writes
 from lucidrag.state.records import FileRecord
 from lucidrag.state.storage_keys import (
     KeyGroups,
@@ -127,8 +128,13 @@ async def put_value(host: HostApi, key: str, value: bytes, what: str) -> bool:
     try:
         await bounded(lambda: host.set_plugin_storage(key, value))
         return True
-    except Exception as error:  # noqa: BLE001 - storage is best effort by contract
-        logger.warning("could not save %s (%s)", what, describe(error))
+    except BaseException as error:
+        writes = unanswered_storage_writes.get()
+        if writes is not None and answer_lost(error):
+            writes.given_up(key)  # a cancelled wait too: LangBot does the write all the same
+        if not isinstance(error, Exception):
+            raise
+        logger.warning("could not save %s (%s)", what, describe(error))  # best effort by contract
         return False
 
 
@@ -399,7 +405,8 @@ class KbStore:
     async def delete_everything(self, deadline: float = math.inf) -> bool:
         """Every key of this KB, its pending-deletion marker last. Stops at `deadline` (a KB of
         50,000 files has more keys than one invocation can delete); returns whether all are gone,
-        so the caller repeats it in a later invocation."""
+        so the caller repeats it in a later invocation. The marker stays while a write of the
+        KB's keys this process gave up on may still land: a later run lists the keys again."""
         if time.monotonic() >= deadline:
             return False
         snapshot = await list_keys(self.host)
@@ -411,7 +418,7 @@ class KbStore:
         async def delete(key: str) -> bool:
             return time.monotonic() < deadline and await delete_value(self.host, key, f"key {key}")
 
-        if not all(await run_bounded(lambda k=k: delete(k) for k in keys)):
+        if not all(await run_bounded(lambda k=k: delete(k) for k in keys)) or storage_writes_may_land(self.kb_id):
             return False
         return marker not in snapshot.keys or await delete(marker)
 

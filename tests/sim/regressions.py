@@ -393,6 +393,17 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 2, "medium", 0)]),
         Step([("ingest", 4, "bad", 0), ("ingest", 2, "small", 0)], vectors=0.5),
     ]),
+    # the plugin gave up on saving why a file failed (a slow host), the KB was deleted, and the
+    # save landed after the deletion listed the KB's keys: its failure record stayed for good
+    # (seed 324)
+    "failure-record-lands-after-the-kb-deletion-324": History(324, "chroma", [
+        Step([("ingest", 0, "medium", 0)]),
+        Step([("ingest", 0, "small", 0)], storage=0.5),
+        Step([("retrieve", 0, "vector", "not-file")]),
+        Step([("delete", 0), ("ingest", 1, "medium", 0)], storage=0.5),
+        Step([("ingest", 2, "bad", 0), ("ingest", 3, "bad", 0)], slow=1.0),
+        Step([("delete_kb", 0)]),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {}

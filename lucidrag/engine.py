@@ -33,7 +33,7 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
-from lucidrag.state.latewrites import UnansweredStorageWrites, noting_unanswered_writes
+from lucidrag.state.latewrites import UnansweredStorageWrites, noting_unanswered_writes, storage_writes_may_land
 from lucidrag.state.journals import remove_first_write
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
@@ -297,9 +297,11 @@ class Engine:
                 logger.warning("kb=%s: a failed first write could not be removed (%s)", kb_id, describe(error))
                 file_ids.update(first_writes)
             else:
-                if await store.delete_everything():
+                late = storage_writes_may_land(kb_id)
+                if await store.delete_everything(keep_marker=late) and not late:
                     return True
-                # keys left (storage failed): later hooks delete them, without touching the vectors
+                # keys left (storage failed), or a write given up on may still land: later hooks
+                # delete them, without touching the vectors
                 inst.deletions.setdefault(kb_id, KbDeletion(kb_id, [])).vectors_done = True
                 return False
         job = inst.deletions.setdefault(kb_id, KbDeletion(kb_id, sorted(file_ids)))

@@ -45,7 +45,7 @@ class KbDeletion:
         self.tried: set[str] = set()  # files found by listing and deleted by id
         self.deleted = 0
         self.vectors_done = False
-        self.keys_swept = False  # every key listed was deleted, but a write given up on may still land
+        self.keys_swept = False  # this run deleted every key listed, but a write given up on may still land
         self.done = False
         self.started = time.monotonic()
 
@@ -53,8 +53,9 @@ class KbDeletion:
         """Steps until done or past `deadline` (or the hook's own, base/budget.py). Returns whether
         the KB is gone."""
         deadline = min(deadline, hook_deadline())
+        self.keys_swept = False  # then each later run lists the keys once more, the marker kept
         try:
-            while not self.done and time.monotonic() < deadline and not self._awaiting_late_writes():
+            while not self.done and not self.keys_swept and time.monotonic() < deadline:
                 await self.step(host, deadline)
         except BudgetSpent:
             pass  # the step is repeated by a later run
@@ -71,17 +72,15 @@ class KbDeletion:
                                "still hold can no longer be reached; removing LucidRAG's own data", self.kb_id)
                 self.vectors_done = True
             return
-        if not await KbStore(host, self.kb_id).delete_everything(deadline):
-            # keys left (budget, or storage failed), or the marker kept: the next run continues
-            self.keys_swept = storage_writes_may_land(self.kb_id)
+        late = storage_writes_may_land(self.kb_id)
+        if not await KbStore(host, self.kb_id).delete_everything(deadline, keep_marker=late):
+            return  # plugin-storage keys left (budget, or storage failed): the next run continues
+        if late:
+            self.keys_swept = True
             return
         self.done = True
         logger.info("kb=%s: knowledge base removed (%d files, %.1f s)", self.kb_id, self.deleted,
                     time.monotonic() - self.started)
-
-    def _awaiting_late_writes(self) -> bool:
-        """The keys are deleted, and the next listing waits until what was given up on has landed."""
-        return self.keys_swept and storage_writes_may_land(self.kb_id)
 
     async def _vector_step(self, host: HostApi) -> None:
         if self.bulk is None:

@@ -24,7 +24,7 @@ from typing import TypeVar
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import bounded
 from lucidrag.base.host import HostApi, describe
-from lucidrag.state.latewrites import answer_lost, storage_writes_may_land, unanswered_storage_writes
+from lucidrag.state.latewrites import answer_lost, unanswered_storage_writes
 from lucidrag.state.records import FileRecord
 from lucidrag.state.storage_keys import (
     KeyGroups,
@@ -402,11 +402,11 @@ class KbStore:
                              f"the ingest journal of file {file_id} in kb {self.kb_id}")
 
     # ---------------------------------------------------------------- the whole KB
-    async def delete_everything(self, deadline: float = math.inf) -> bool:
+    async def delete_everything(self, deadline: float = math.inf, keep_marker: bool = False) -> bool:
         """Every key of this KB, its pending-deletion marker last. Stops at `deadline` (a KB of
         50,000 files has more keys than one invocation can delete); returns whether all are gone,
-        so the caller repeats it in a later invocation. The marker stays while a write of the
-        KB's keys this process gave up on may still land: a later run lists the keys again."""
+        so the caller repeats it in a later invocation. With `keep_marker`, the marker stays (a
+        write of the KB's keys given up on may still land: a later run lists the keys again)."""
         if time.monotonic() >= deadline:
             return False
         snapshot = await list_keys(self.host)
@@ -418,9 +418,9 @@ class KbStore:
         async def delete(key: str) -> bool:
             return time.monotonic() < deadline and await delete_value(self.host, key, f"key {key}")
 
-        if not all(await run_bounded(lambda k=k: delete(k) for k in keys)) or storage_writes_may_land(self.kb_id):
+        if not all(await run_bounded(lambda k=k: delete(k) for k in keys)):
             return False
-        return marker not in snapshot.keys or await delete(marker)
+        return keep_marker or marker not in snapshot.keys or await delete(marker)
 
     async def mark_delete_pending(self) -> bool:
         return await put_value(self.host, pending_kb_delete_key(self.kb_id), json.dumps({"since": time.time()}).encode(),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from lucidrag.base.alongside import beside, hook_scope
-from lucidrag.base.budget import IngestDeadlines, budget, hook_budget, remaining
+from lucidrag.base.budget import IngestDeadlines, bounded, budget, hook_budget, remaining
 from lucidrag.base.errors import LucidRagError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.settings import RetrievalSettings, parse_creation_settings, parse_retrieval_settings
@@ -38,6 +38,7 @@ from lucidrag.state.journals import remove_first_write
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
+from lucidrag.state.storage_keys import kb_ids
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
 from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
 
@@ -401,6 +402,10 @@ class Engine:
             if kb_id not in inst.deletions:
                 logger.info("kb=%s: resuming an unfinished knowledge base deletion", kb_id)
                 inst.deletions[kb_id] = KbDeletion(kb_id, [])
+        for kb_id in await _kbs_langbot_dropped(host, inst, snapshot):
+            logger.info("kb=%s: LangBot no longer lists this knowledge base; removing LucidRAG's data of it", kb_id)
+            job = inst.deletions[kb_id] = KbDeletion(kb_id, [])
+            job.vectors_done = True  # LangBot refuses every vector call for a KB it dropped
         for kb_id in snapshot.kbs_with_journals():
             if kb_id not in inst.deletions:
                 state = inst.kb(kb_id)
@@ -408,6 +413,21 @@ class Engine:
                 if state.meta.mark is Mark.UNKNOWN:
                     meta = await KbStore(host, kb_id).load_meta()
                     state.meta.learnt(meta.has_vectors if meta else None)
+
+
+async def _kbs_langbot_dropped(host: HostApi, inst: Installation, snapshot: KeySnapshot) -> list[str]:
+    """KBs this installation's storage holds keys of that LangBot no longer lists: deleted while
+    their deletion could leave nothing durable (plugin storage refused its marker, and the process
+    ended before the keys were gone)."""
+    try:
+        listed = {str(kb["uuid"]) for kb in await bounded(host.list_knowledge_bases)}  # type: ignore[attr-defined]
+    except Exception as error:  # noqa: BLE001 - a host without the call, or a failed call: next process
+        logger.info("could not list LangBot's knowledge bases (%s)", describe(error))
+        return []
+    if not listed:
+        return []  # an empty answer is never taken as "every knowledge base was deleted"
+    return [kb_id for kb_id in kb_ids(list(snapshot.keys))
+            if kb_id not in listed and kb_id not in inst.deletions and kb_id not in inst.kbs]
 
 
 def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSettings, started: float,

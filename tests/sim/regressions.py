@@ -411,6 +411,13 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 0, "small", 0)]),
         Step([("delete_kb", 0)], storage=0.5),
     ]),
+    # a KB was deleted while plugin storage refused every call (its pending-deletion marker too)
+    # and the process died before its keys were gone: no later process knew it was deleted, so
+    # its keys stayed for good (seed 372)
+    "kb-deleted-with-storage-down-then-killed-372": History(372, "chroma", [
+        Step([("ingest", 5, "small", 0)]),
+        Step([("delete_kb", 0)], storage=1.0, kill_after=28),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {}

@@ -429,10 +429,6 @@ OPEN_IN_RANDOM_HISTORIES: dict[str, str] = {
     r"^returned-gone: .*\(failed; upload \[[0-9]*\] of [0-9]+\)":
         "on storage that refuses the record's delete and its tombstone, a failed re-upload leaves the "
         "earlier version's record",
-    r"^kb-left: ":
-        "a storage write an earlier process gave up on lands after a later process's KB deletion "
-        "listed the keys, or the deletion's marker could not be stored and the process died or "
-        "restarted before the keys were gone (no later process knows the KB was deleted)",
     r"^stray-keys: .*\['file/":
         "a re-upload cut short leaves an earlier record no vector names",
 }

@@ -31,7 +31,8 @@ from lucidrag.base.settings import (
 from lucidrag.engine import Engine
 from lucidrag.retrieval.retrieve import Hit, citation
 from lucidrag.state.failures import FailureRecord, forget_failure, list_failures
-from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.kbstate import PROBE_FILE_ID, KnowledgeBaseState
+from lucidrag.state.lifecycle import FileState
 from lucidrag.state.querylog import QueryLog
 from lucidrag.state.querystats import WINDOWS, entry_row, summary, to_csv, to_json
 from lucidrag.state.records import FileRecord
@@ -198,6 +199,8 @@ class Console:
         files = [_file_row(record, "unsaved" if fid in state.unsaved else "ready")
                  for fid, record in sorted(records.items(), key=lambda kv: kv[1].name.lower())]
         files += [_failure_row(f) for f in failures if f.file_id not in known]
+        reasoned = known | {f.file_id for f in failures} | {PROBE_FILE_ID}
+        files += [_failed_here_row(fid) for fid in sorted(state.files.of(FileState.FAILED)) if fid not in reasoned]
         files += [_interrupted_row(fid) for fid in interrupted if fid not in known]
         files += [_ingesting_row(fid) for fid in sorted(state.in_flight) if fid not in known]
         settings = await load_creation_settings(self.host, ref.kb_id)
@@ -263,7 +266,7 @@ class Console:
         (a crash mid-upload, a rollback that failed). Bounded to SCAN_PAGES pages."""
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        if state.discovery is not None or state.look_in_vector_db:
+        if state.repair.finding_files:
             # Storage lost the records and the files are still to be found in the vector DB:
             # every file not found yet would look like an orphan.
             return {"orphans": [], "complete": False, "scanned": 0, "finding_files": True}
@@ -361,7 +364,7 @@ class Console:
         if file_id in state.in_flight:
             raise ConsoleError("This file is being uploaded right now; wait until LangBot shows it as completed "
                                "or failed.")
-        if (state.discovery is not None or state.look_in_vector_db) and file_id not in state.known_files():
+        if (state.repair.finding_files) and file_id not in state.known_files():
             raise ConsoleError("LucidRAG is still finding this knowledge base's files in the vector DB; a file "
                                "not found yet cannot be told from an orphan. Try again when the index is ready.")
         journalled = file_id in journal_file_ids(await self._storage_keys(), kb_id)
@@ -434,6 +437,13 @@ def _interrupted_row(file_id: str) -> dict[str, Any]:
             "reason": "The plugin stopped while this file was being written (LangBot shows it as interrupted).",
             "advice": "Remove the vectors it left (button), then upload the file again. LangBot itself refuses "
             "to delete an interrupted file.", "advice_key": "interrupted", "langbot_file": "", "removal": "interrupted"}
+
+
+def _failed_here_row(file_id: str) -> dict[str, Any]:
+    """A file whose ingest never committed (a restart found it cut off) and whose vectors were removed."""
+    return {"file_id": file_id, "title": "", "format": "", "status": "failed", "chunks": 0, "pages": "",
+            "reason": "Its upload never finished (the plugin stopped while writing it); what it wrote was removed.",
+            "advice": "Upload the file again.", "advice_key": "cut_off", "langbot_file": "", "removal": ""}
 
 
 def _ingesting_row(file_id: str) -> dict[str, Any]:

@@ -33,7 +33,9 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
-from lucidrag.state.kbstate import KnowledgeBaseState, remove_first_write
+from lucidrag.state.journals import remove_first_write
+from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.metastate import Mark
 from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
 from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
@@ -121,13 +123,10 @@ class Engine:
         plugin storage as soon as it takes the mark (upkeep retries it)."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
-        if state.has_vectors is None:
-            state.has_vectors = False
+        state.meta.created()
         with hook_budget("create"):
-            if await KbStore(host, kb_id).save_meta(KbMeta(None, False)):
-                state.meta_stored = True  # (a listing made before would say otherwise)
-            else:
-                state.meta_dirty = True
+            # (a listing made before would say the meta is absent)
+            state.meta.stored_at_creation(await KbStore(host, kb_id).save_meta(KbMeta(None, False)))
             await self._upkeep(host, inst, "create")
 
     @_in_hook_scope
@@ -275,9 +274,9 @@ class Engine:
             # The stored mark, or (not stored: the write at creation failed) this process's
             # knowledge, says the KB never had a vector. Where nothing says either, the vectors are
             # looked for: an empty collection is what LangBot keeps of every deleted KB anyway.
-            mark = meta.has_vectors if meta is not None else (state.has_vectors if state is not None else None)
+            mark = meta.has_vectors if meta is not None else (state.meta.has_vectors if state is not None else None)
             never_written = (not file_ids and mark is False
-                             and (state is None or state.has_vectors is not True))
+                             and (state is None or state.meta.has_vectors is not True))
             # ... but a first write whose outcome is unknown (its answer lost) may have left vectors
             first_writes: dict[str, int] = {}
             try:
@@ -399,9 +398,9 @@ class Engine:
             if kb_id not in inst.deletions:
                 state = inst.kb(kb_id)
                 state.seed(snapshot)
-                if state.has_vectors is None:
+                if state.meta.mark is Mark.UNKNOWN:
                     meta = await KbStore(host, kb_id).load_meta()
-                    state.has_vectors = meta.has_vectors if meta else None
+                    state.meta.learnt(meta.has_vectors if meta else None)
 
 
 def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSettings, started: float,
@@ -434,7 +433,7 @@ async def _first_writes(store: KbStore, state: KnowledgeBaseState | None,
     journalled = set(snapshot.journal_ids(store.kb_id) if snapshot else []) | (state.journals if state else set())
     out: dict[str, int] = {}
     for file_id in sorted(journalled):
-        dim = state.first_writes.get(file_id) if state is not None else None
+        dim = state.files.first_write_dim(file_id) if state is not None else None
         if dim is None:
             entry = await store.read_journal(file_id, strict=True)
             dim = entry.dim if entry is not None else None

@@ -42,6 +42,10 @@ EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 # In priority order: if a full run does not fit, the first ones matter most.
 MODULES = [
     "lucidrag/state/kbstate.py",
+    "lucidrag/state/kbcore.py",
+    "lucidrag/state/kbload.py",
+    "lucidrag/state/journals.py",
+    "lucidrag/state/filereads.py",
     "lucidrag/state/store.py",
     "lucidrag/index/segindex.py",
     "lucidrag/retrieval/fusion.py",
@@ -71,6 +75,10 @@ STATE_TESTS = ["tests/test_state_runtime.py", "tests/test_state_lifecycle.py", "
                "tests/test_scale_state.py"]
 TESTS = {
     "lucidrag/state/kbstate.py": STATE_TESTS,
+    "lucidrag/state/kbcore.py": STATE_TESTS,
+    "lucidrag/state/kbload.py": STATE_TESTS,
+    "lucidrag/state/journals.py": STATE_TESTS,
+    "lucidrag/state/filereads.py": STATE_TESTS,
     "lucidrag/state/store.py": STATE_TESTS,
     "lucidrag/index/segindex.py": ["tests/test_segindex.py", "tests/test_segindex_integrity.py", "tests/test_keyword.py",
                                    "tests/test_deletion_statistics.py"],

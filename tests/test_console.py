@@ -565,13 +565,30 @@ async def test_files_not_found_yet_after_storage_was_lost_are_never_offered_as_o
     solar = await harness.ingest(KB, "a.txt", SOLAR)
     for key in [k for k in host.storage if "/file/" in k or "/kw/" in k or k.endswith("/meta")]:
         del host.storage[key]  # storage lost: files are found again in the vector DB
-    monkeypatch.setattr("lucidrag.state.kbstate.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
+    monkeypatch.setattr("lucidrag.state.kbload.FIRST_LOAD_BUDGET_S", 0.0)  # ... and not found yet
     _, page2, _ = restarted_console(host)
 
     assert (await api(page2, "/scan", kb_id=KB))["orphans"] == []
     refused = await api(page2, "/repair", kb_id=KB, action="remove_orphan_vectors", file_id=solar.document_id)
     assert "still finding" in refused["error"]
     assert host.vectors_of(KB, solar.document_id)
+
+
+async def test_an_upload_a_crash_cut_off_shows_as_failed_once_the_restart_removed_it(harness: Harness, host):
+    """The restarted plugin removes what the cut-off upload wrote; the file list says it failed
+    (not deleted, not interrupted): it has to be uploaded again."""
+    from tests.test_state_runtime import KB as kb
+    from tests.test_state_runtime import crash_during_upsert, long_text
+
+    await create_kb(harness, host, kb_id=kb)
+    await harness.ingest(kb, "a.txt", SOLAR)
+    crashed = await crash_during_upsert(harness, long_text(400))
+    host.faults.clear()
+    back, page2, _ = restarted_console(host)
+    await back.retrieve(kb, "solar")  # its upkeep settles the journal entry
+    assert host.vectors_of(kb, crashed) == [] and journal_key(kb, crashed) not in host.storage
+    row = rows(await api(page2, "/kb", kb_id=kb))[crashed]
+    assert row["status"] == "failed" and row["advice_key"] == "cut_off"
 
 
 async def test_a_file_adopted_after_a_crash_that_langbot_shows_interrupted_can_be_removed_here(harness: Harness, host):

@@ -222,6 +222,36 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
         assert "solar" not in await answered_files(restarted(host), SOLAR_QUESTION, mode), mode
 
 
+@STILL_INDEXING
+async def test_a_file_whose_reupload_fails_while_a_query_searches_is_not_in_that_querys_answer(
+        host: FakePlugin, still_indexing: bool):
+    """The re-upload fails after removing every vector of the file (FAILED, not DELETED): the hits
+    the query found before are no answers."""
+    async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
+        searched, failed = asyncio.Event(), asyncio.Event()
+        search = harness.host.vector_search
+
+        async def search_then_wait(*args: Any, **kwargs: Any) -> Any:
+            results = await search(*args, **kwargs)  # the file's vectors are among the results
+            searched.set()
+            await failed.wait()
+            return results
+
+        harness.host.vector_search = search_then_wait  # type: ignore[method-assign]
+        query = asyncio.ensure_future(
+            harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": "vector", "top_k": 10}))
+        await until(searched, query)
+        harness.host.vector_search = search  # type: ignore[method-assign]
+        harness.host.fail("vector_upsert")
+        try:
+            result = await harness.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
+        finally:
+            failed.set()
+        assert result.status == DocumentStatus.FAILED and host.vectors_of(KB, "solar") == []
+        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+        assert state_of(harness).files.state("solar").name == "FAILED"
+
+
 # --------------------------------------------------------------------------- the keyword index
 async def _reupload_held_at_its_vectors(back: Harness, changed: asyncio.Event) -> None:
     release = asyncio.Event()
@@ -234,6 +264,13 @@ async def _reupload_held_at_its_vectors(back: Harness, changed: asyncio.Event) -
 async def _reupload_failing_with_its_vectors_left(back: Harness, changed: asyncio.Event) -> None:
     back.host.fail("vector_upsert")
     back.host.fail("vector_delete")
+    result = await back.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
+    assert result.status == DocumentStatus.FAILED
+    changed.set()
+
+
+async def _reupload_failing_with_its_vectors_removed(back: Harness, changed: asyncio.Event) -> None:
+    back.host.fail("vector_upsert")
     result = await back.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")
     assert result.status == DocumentStatus.FAILED
     changed.set()
@@ -252,8 +289,10 @@ async def _delete_whose_record_stays(back: Harness, changed: asyncio.Event) -> N
 
 
 @pytest.mark.parametrize("meanwhile", [_reupload_held_at_its_vectors, _reupload_failing_with_its_vectors_left,
-                                       _delete, _delete_whose_record_stays],
-                         ids=["re-uploading", "re-upload-failed", "deleted", "record-delete-failed"])
+                                       _reupload_failing_with_its_vectors_removed, _delete,
+                                       _delete_whose_record_stays],
+                         ids=["re-uploading", "re-upload-failed", "re-upload-failed-cleanly", "deleted",
+                              "record-delete-failed"])
 async def test_a_file_that_changes_while_a_restart_indexes_it_is_not_indexed_from_its_old_record(
         harness: Harness, host: FakePlugin, meanwhile: Callable[[Harness, asyncio.Event], Awaitable[None]]):
     await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")

@@ -143,7 +143,7 @@ async def test_indexing_stops_once_the_hooks_time_is_used_up(harness: Harness, h
     at once instead of reading nothing again and again until its own deadline."""
     await harness.ingest("kb-budget", "tea.txt", b"Oolong tea is partially oxidised.")
     state = harness.host.engine.installation("dedicated").kb("kb-budget")
-    state.to_index = {"not-read-yet": None}
+    state.files.to_index("not-read-yet")
     reads = 0
     real = state.file_records
 

@@ -88,3 +88,23 @@ async def test_a_record_save_landing_after_its_file_was_deleted_is_removed_after
         response = await back.retrieve(KB, "solar array kilowatts", settings={"search_mode": mode})
         assert [e.metadata["file_id"] for e in response.results] == []
     assert file_record_key(KB, "solar") not in host.storage
+
+
+async def test_a_re_upload_whose_earlier_version_delete_went_unanswered_fails_instead_of_losing_its_vectors():
+    """The delete of the earlier version lost its answer (LangBot may do it any time later, after
+    the new vectors): the upload FAILS rather than COMPLETE with vectors that vanish later."""
+    host = FakePlugin()
+    harness = Harness(host)
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    real, landings = host.vector_delete, []
+
+    async def delete(*args: Any, **kwargs: Any) -> int:
+        if not landings:
+            landings.append(lambda: real(*args, **kwargs))
+            raise ActionCallTimeoutError("vector_delete: the action call timed out")
+        return await real(*args, **kwargs)
+
+    host.vector_delete = delete  # type: ignore[method-assign]
+    again = await harness.ingest(KB, "solar.txt", SOLAR + b" The array was cleaned in May.", document_id="solar")
+    await landings[0]()
+    assert again.status == DocumentStatus.FAILED

@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from lucidrag import engine as engine_module
-from lucidrag.state import kbstate as kbstate_module
+from lucidrag.state import kbcore as kbcore_module
+from lucidrag.state import kbload as kbload_module
 from lucidrag.state.storage_keys import index_manifest_key
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import restarted
@@ -56,8 +57,8 @@ async def test_a_restart_answers_from_the_index_snapshot_without_reading_every_f
     await ingest_manuals(harness)
     back = restarted(host)
     tokenised: list[int] = []
-    real = kbstate_module.tokenize_chunks
-    monkeypatch.setattr(kbstate_module, "tokenize_chunks", lambda chunks: tokenised.append(1) or real(chunks))
+    real = kbcore_module.tokenize_chunks
+    monkeypatch.setattr(kbcore_module, "tokenize_chunks", lambda chunks: tokenised.append(1) or real(chunks))
 
     texts = await back.texts(KB, "PX-33-4", settings={"search_mode": "keyword", "top_k": 1})
 
@@ -107,7 +108,7 @@ async def test_without_a_snapshot_the_index_is_built_in_slices_and_hybrid_answer
     await ingest_manuals(harness, 10)
     for key in [k for k in host.storage if "/kw/" in k]:
         del host.storage[key]  # e.g. records written by a version without the snapshot
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
     back = restarted(host)
 
@@ -115,7 +116,7 @@ async def test_without_a_snapshot_the_index_is_built_in_slices_and_hybrid_answer
     state = state_of(back)
     assert state.indexing and texts, "hybrid must answer (vector half) while the index is rebuilt"
 
-    monkeypatch.setattr(kbstate_module, "INDEX_BATCH", 3)
+    monkeypatch.setattr(kbload_module, "INDEX_BATCH", 3)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 60.0)
     texts = await back.texts(KB, "PX-7-2", settings={"search_mode": "keyword", "top_k": 1})
     assert not state.indexing and "PX-7-2" in texts[0]
@@ -126,7 +127,7 @@ async def test_the_console_says_the_keyword_index_is_rebuilding(harness: Harness
     await ingest_manuals(harness, 4)
     for key in [k for k in host.storage if "/kw/" in k]:
         del host.storage[key]
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     state = state_of(restarted(host))
     await state.ensure_loaded(host, KB)
     assert state.indexing and len(state.to_index) == 4
@@ -145,6 +146,7 @@ async def test_deleting_a_kb_with_many_storage_keys_finishes_across_invocations(
     ticks = iter(range(10**9))
     clock = SimpleNamespace(monotonic=lambda: float(next(ticks)), time=time.time)
     for module in ("lucidrag.engine", "lucidrag.state.store", "lucidrag.state.kbdelete", "lucidrag.state.kbstate",
+                   "lucidrag.state.kbload", "lucidrag.state.journals",
                    "lucidrag.base.budget"):
         monkeypatch.setattr(f"{module}.time", clock)
     monkeypatch.setattr(engine_module, "KB_DELETE_BUDGET_S", 6.0)

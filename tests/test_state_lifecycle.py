@@ -16,13 +16,13 @@ import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.engine as engine_module
-import lucidrag.state.kbstate as kbstate_module
+import lucidrag.state.kbload as kbload_module
+import lucidrag.state.repairstate as repairstate
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import ChunkRecord, chunk_uuid
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
-from lucidrag.vectors.vectorscan import FileDiscovery
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import DIM, ActionCallTimeoutError, hash_embed, on_call
 from tests.test_state_runtime import long_text, restarted
@@ -102,7 +102,7 @@ async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(har
              for i in range(3)]
     for key in [k for k in host.storage if "/kw/" in k]:
         del host.storage[key]  # no snapshot: the files wait in `to_index`
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     back = restarted(host)
     state = state_of(back)
     await state.ensure_loaded(back.host, KB)
@@ -112,7 +112,7 @@ async def test_a_file_deleted_before_the_restart_indexed_it_is_never_indexed(har
     await back.component.delete_document(KB, files[0].document_id)
     assert files[0].document_id not in state.known_files()
     assert not [f for f in listed if f.get("file_id") == files[0].document_id], "nothing left to index of it"
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 60.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 60.0)
     assert await back.texts(KB, "gadget bay", settings={**KEYWORD, "top_k": 10})
     assert state.index.file_ids() == {f.document_id for f in files[1:]}
 
@@ -124,8 +124,8 @@ async def test_a_failed_ingest_leaves_nothing_in_flight_and_no_journal(harness: 
     failed = await harness.ingest(KB, "solar.txt", SOLAR)
     assert failed.status == DocumentStatus.FAILED
     state = state_of(harness)
-    assert state.in_flight == set() and state.journals == set() and not state.unjournalled
-    assert state.files.state(failed.document_id) is FileState.DELETED, "its vectors are gone: nothing to settle"
+    assert state.in_flight == set() and state.journals == set() and not state.files.unjournalled()
+    assert state.files.state(failed.document_id) is FileState.FAILED, "its vectors are gone: nothing to settle"
     assert failed.document_id in state.unsettled, "a FAILED file is never an answer"
     assert journal_key(KB, failed.document_id) not in host.storage
     assert not state.needs_upkeep()
@@ -389,12 +389,12 @@ async def test_repair_marks_the_kb_as_having_vectors_and_keeps_its_metric(harnes
     assert metric is not None
     host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key(KB))
     assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
-    assert state.has_vectors is True and state.loaded and state.meta_dirty
+    assert state.meta.has_vectors is True and state.loaded and state.meta.dirty
     host.faults.clear()
     await harness.retrieve(KB, "solar")  # the meta write is retried
     meta = await harness.invoke(KbStore(host, KB).load_meta)
     assert meta is not None and meta.has_vectors is True and meta.metric == metric
-    assert not state.meta_dirty
+    assert not state.meta.dirty
 
 
 # ---------------------------------------------------------------- vector hits without a record
@@ -416,22 +416,22 @@ async def test_vector_hits_of_a_file_whose_record_is_lost_are_returned_with_thei
     assert response.results and "42 kilowatts" in response.results[0].content[0].text
     assert response.results[0].metadata["file_id"] == solar.document_id
     state = state_of(back)
-    assert set(state.adopted) == {response.results[0].id}
+    assert set(state.repair.adopted) == {response.results[0].id}
     other = await back.ingest(KB, "tea.txt", TEA)
     await back.component.delete_document(KB, other.document_id)
-    assert set(state.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
+    assert set(state.repair.adopted) == {response.results[0].id}, "deleting another file keeps this one's chunks"
     await back.component.delete_document(KB, solar.document_id)
-    assert state.adopted == {}
+    assert state.repair.adopted == {}
 
 
 async def test_a_file_whose_record_is_rebuilt_leaves_unrecorded_for_the_keyword_index(harness: Harness, host):
-    """`unrecorded` only grew: a file whose record was rebuilt from its vectors and saved stayed in
-    it and out of the keyword index (which the load took it out of) for the process' lifetime."""
+    """A file the load found UNRECORDED (and took out of the keyword index) whose record is rebuilt
+    from its vectors and saved is COMMITTED and found by keyword again."""
     solar, back = await _restarted_after_losing_solars_record(harness, host)
     assert await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"})  # rebuilds it
     assert record_keys(host, solar.document_id)
     state = state_of(back)
-    assert state.unrecorded == set()
+    assert not state.files.of(FileState.UNRECORDED)
     texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": "keyword"})
     assert texts and "42 kilowatts" in texts[0]
 
@@ -440,7 +440,8 @@ def indexing_state() -> KnowledgeBaseState:
     """A state whose keyword index is not complete yet (storage lost, the vector DB being listed):
     any file's vector hits may be answers."""
     state = KnowledgeBaseState("kb")
-    state.discovery = FileDiscovery()
+    state.repair.storage_knows_nothing()
+    state.repair.start_looking()
     return state
 
 
@@ -459,21 +460,21 @@ def test_a_chunk_is_learnt_from_its_vector_metadata():
     assert state.adopt_hit({"id": "c4", "metadata": {"file_id": "f1"}}) is None, "no text"
     assert state.adopt_hit({"id": "c5", "document": "text", "metadata": {}}) is None, "no file"
     assert state.adopt_hit({"id": "c6", "document": "text"}) is None
-    assert set(state.adopted) == {"c1", "7", "c3"}
-    state.discovery = None  # the index is complete: a file nothing names is a failed ingest's leftover
+    assert set(state.repair.adopted) == {"c1", "7", "c3"}
+    state.repair.discovered(state.repair.discovery)  # the index is complete: a file nothing names is a failed ingest's leftover
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is None
-    state.unrecorded.add("f8")  # the index snapshot named it, its record was lost
+    state.files.move("f8", FileState.UNRECORDED)  # the index snapshot named it, its record was lost
     assert state.adopt_hit({"id": "c8", "metadata": {"text": "T", "file_id": "f8"}}) is not None
 
 
 def test_learnt_chunks_are_bounded(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(kbstate_module, "ADOPTED_LIMIT", 2)
+    monkeypatch.setattr(repairstate, "ADOPTED_LIMIT", 2)
     state = indexing_state()
     for i in range(3):
         state.adopt_hit({"id": f"c{i}", "metadata": {"text": "T", "file_id": "f"}})
-    assert set(state.adopted) == {"c2"}
+    assert set(state.repair.adopted) == {"c2"}
     state.adopt_hit({"id": "c3", "metadata": {"text": "T", "file_id": "f"}})
-    assert set(state.adopted) == {"c2", "c3"}
+    assert set(state.repair.adopted) == {"c2", "c3"}
 
 
 
@@ -495,7 +496,7 @@ async def test_the_kb_mark_that_storage_refused_is_written_by_a_later_request(ha
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar")
     state = state_of(harness)
-    assert state.meta_dirty and state.metric is not None
+    assert state.meta.dirty and state.metric is not None
     host.faults.clear()
     await harness.retrieve(KB, "solar")
     meta = await harness.invoke(KbStore(host, KB).load_meta)
@@ -618,7 +619,7 @@ async def test_the_metric_and_the_has_vectors_mark_are_stored_once_measured(harn
     await harness.ingest(KB, "solar.txt", SOLAR)
     await harness.retrieve(KB, "solar")
     state = state_of(harness)
-    assert state.metric is not None and not state.meta_dirty
+    assert state.metric is not None and not state.meta.dirty
     assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
     assert await harness.invoke(state.rebuild_from_vector_db, host, KB)
     assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(state.metric, True)
@@ -673,7 +674,7 @@ async def test_other_kbs_uploads_continue_finding_a_kbs_files_in_the_vector_db(h
         await harness.ingest(KB, f"f{i}.txt", f"Gadget G{i} is stored in bay {i}.".encode())
     for key in [k for k in host.storage if k.startswith(f"lucidrag/v1/kb/{KB}/")]:
         del host.storage[key]  # storage lost everything of this KB: its files are found in the vector DB
-    monkeypatch.setattr(kbstate_module, "FIRST_LOAD_BUDGET_S", 0.0)
+    monkeypatch.setattr(kbload_module, "FIRST_LOAD_BUDGET_S", 0.0)
     monkeypatch.setitem(engine_module.UPKEEP_BUDGET_S, "retrieve", 0.0)
     back = restarted(host)
     await back.retrieve(KB, "gadget", settings=KEYWORD)
@@ -730,7 +731,7 @@ async def test_the_first_upload_into_a_created_kb_stores_that_it_has_vectors(har
     meta = await harness.invoke(KbStore(host, KB).load_meta)
     assert meta is not None and meta.has_vectors is True
     state = state_of(harness)
-    assert state.has_vectors is True and not state.fresh and not state.meta_dirty
+    assert state.meta.has_vectors is True and not state.fresh and not state.meta.dirty
 
 
 async def test_a_restart_keeps_the_measured_metric(harness: Harness, host):

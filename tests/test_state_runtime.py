@@ -16,7 +16,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 from lucidrag.state.storage_keys import index_manifest_key, index_segment_key
 from tests.conftest import FakePlugin, Harness
 import lucidrag.ingestion.ingest as ingest_module
-import lucidrag.state.kbstate as kbstate
+import lucidrag.state.kbcore as kbcore
 from lucidrag.index.segindex import SegmentIndex
 from lucidrag.state.records import FileRecord
 from lucidrag.state.storage_keys import file_record_key
@@ -211,7 +211,7 @@ async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per
 WATCHED = {
     SegmentIndex: ("add_file", "remove_file", "search", "take_changes", "load"),
     FileRecord: ("from_vector_items",),
-    kbstate: ("decode_record", "tokenize_chunks"),
+    kbcore: ("decode_record", "tokenize_chunks"),
     ingest_module: ("parse_file", "chunk_document"),
 }
 

@@ -15,6 +15,7 @@ import asyncio
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.console import Console
+from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import chunk_uuid
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import DIM, on_call
@@ -123,6 +124,8 @@ async def test_vectors_of_a_file_deleted_before_its_kbs_collection_is_known_go_w
     assert await back.component.delete_document(KB, "big") is True
     assert "big" not in await files_found(back, "component QX-7 inspected weeks team", KEYWORD)
     assert host.vectors_of(KB, "big") == []
+    assert back.host.engine.installation("dedicated").kb(KB).files.state("big") is FileState.DELETED, \
+        "deleted by LangBot, not failed"
     again = restarted(host)
     for settings in (KEYWORD, VECTOR):
         assert "big" not in await files_found(again, "component QX-7 inspected weeks team", settings)

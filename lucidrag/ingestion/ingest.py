@@ -37,6 +37,7 @@ from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
@@ -310,8 +311,10 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
     """Re-ingesting a document id replaces it: its earlier vectors go first. Raises
     VectorStoreFailure if they could not: the new version's upsert overwrites only as many chunks
     as it has (and Milvus inserts), so a shorter one would leave the earlier version answered."""
+    unanswered = LateWrites()  # a delete whose answer was lost may land after the new vectors
     try:
-        await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        await with_retries(lambda: unanswered.send(request.document_id, None, lambda: host.vector_delete(
+            request.collection_id, file_ids=[request.document_id])))
     except Exception as error:  # noqa: BLE001
         if is_kb_gone(error):
             return  # the upload fails once it writes (the KB's deletion closed its writes)
@@ -319,6 +322,9 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
             f"The vector database did not remove the earlier version of this file ({describe(error)}). "
             "Upload the file again."
         ) from error
+    if unanswered.may_land(request.document_id):
+        raise VectorStoreFailure("The vector database did not answer in time while the earlier version of this "
+                                 "file was removed, so it could still remove the new one. Upload the file again.")
 
 
 async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request: IngestRequest, dim: int) -> bool:

@@ -49,7 +49,7 @@ from langbot_plugin.api.proxies.invocation import invocation_capability
 import lucidrag.console
 from lucidrag.base import blocking
 import lucidrag.state.kbdelete
-import lucidrag.state.kbstate
+import lucidrag.state.journals
 import lucidrag.vectors.vectorscan
 from lucidrag.engine import Engine
 from tests.fakes import ActionCallTimeoutError, FakeHost, HostError, hash_embed
@@ -162,7 +162,7 @@ def virtual_time(loop: SimLoop) -> Iterator[None]:
 
 @contextlib.contextmanager
 def small_listing_window() -> Iterator[None]:
-    modules = (lucidrag.vectors.vectorscan, lucidrag.console, lucidrag.state.kbstate, lucidrag.state.kbdelete)
+    modules = (lucidrag.vectors.vectorscan, lucidrag.console, lucidrag.state.journals, lucidrag.state.kbdelete)
     saved = [(m, {k: getattr(m, k) for k in ("LIST_PAGE", "LIST_WINDOW") if hasattr(m, k)}) for m in modules]
     for module, names in saved:
         for name in names:

@@ -1,0 +1,105 @@
+"""A KB's file records as results need them: cached, else from plugin storage, else rebuilt from
+the file's vectors (then saved back); and chunks learnt from vector hits without a record.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from lucidrag.base.blocking import run_blocking
+from lucidrag.base.host import HostApi, describe, with_retries
+from lucidrag.state.kbcore import LOAD_CONCURRENCY, KbCore, decode_records
+from lucidrag.state.lifecycle import FileState
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
+from lucidrag.state.store import KbStore, run_bounded
+from lucidrag.vectors.vectorscan import file_vectors
+
+logger = logging.getLogger(__name__)
+
+
+class FileReads(KbCore):
+    """Reading (and, where storage lost them, rebuilding) the records of a KB's files."""
+
+    async def file_records(self, host: HostApi, collection_id: str, file_ids: Iterable[str]) -> dict[str, FileRecord]:
+        """The records of these files: cached, else from plugin storage, else rebuilt from the
+        file's vectors (then saved back). Files with neither are left out."""
+        out: dict[str, FileRecord] = {}
+        missing: list[str] = []
+        for file_id in dict.fromkeys(file_ids):
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
+            if record is not None:
+                out[file_id] = record
+            else:
+                missing.append(file_id)
+        if not missing:
+            return out
+        store = KbStore(host, self.kb_id)
+        blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
+        stored = {r.file_id: r for r in await run_blocking(decode_records, self.kb_id, list(zip(missing, blobs)))}
+        if self.repair.trust_records:
+            for record in stored.values():
+                self.records.put(record)
+                out[record.file_id] = record
+        lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
+        if lost and not self.fresh:
+            for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f)
+                                             for f in lost], LOAD_CONCURRENCY):
+                if record is None:
+                    continue
+                previous = stored.get(record.file_id)
+                if previous is not None:  # a repair re-reads the vectors: never make the record worse
+                    record = await run_blocking(merge_rebuilt, previous, record)
+                out[record.file_id] = record
+                if not self.files.is_answer(record.file_id):
+                    continue  # e.g. deleted while its vectors were read: nothing may bring it back
+                if record is previous:
+                    self.records.put(record)
+                    continue
+                if previous is None and record.file_id in (self.stored_ids or ()):
+                    continue  # storage has its record and failed to read it: never overwrite it
+                if self.lock.locked():
+                    continue  # a change of the KB (a delete?) is under way: a later hit saves it
+                async with self.lock:  # a delete landing during the save would be undone by it
+                    if not self.files.is_answer(record.file_id):
+                        continue
+                    self.records.put(record)
+                    if await self._save_record(store, record):
+                        self._recorded(record.file_id)  # (UNRECORDED ->) COMMITTED
+                    else:
+                        self.files.move(record.file_id, FileState.UNSAVED, record)
+        return out
+
+    async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
+        """The file's record rebuilt from its vectors, if they are all there: an ingest writes the
+        batch with chunk 0 last (`ingest.upsert_order`), so vectors without chunk 0 are what an
+        ingest that failed or died left (a rollback that failed where nothing durable names the
+        file: storage writes failing). Such a file nothing else names is ABORTED: never an
+        answer, and `reconcile` deletes its vectors."""
+        first = chunk_uuid(file_id, 0)
+        try:
+            items = await with_retries(lambda: file_vectors(
+                host, collection_id, file_id, chunk_id_at=lambda i: chunk_uuid(file_id, i)))
+        except Exception as error:  # noqa: BLE001 - a result of this file is dropped, not the query
+            logger.warning("kb=%s doc=%s: its record could not be read back from the vector DB (%s)",
+                           self.kb_id, file_id, describe(error))
+            return None
+        if not items:
+            if self.files.state(file_id) is FileState.UNRECORDED:
+                self.files.forget(file_id)  # deleted while the index snapshot lagged
+            return None
+        if not any(str(item.get("id")) == first for item in items):
+            if self.files.state(file_id) in (None, FileState.TO_INDEX) and file_id not in self.index:
+                self.files.move(file_id, FileState.ABORTED)
+                logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
+                               self.kb_id, file_id, len(items))
+            return None
+        record = await run_blocking(FileRecord.from_vector_items, file_id, items)
+        return record if record.chunks else None
+
+    def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
+        """A vector search returned a chunk we have no record of (storage lost): learn it from its
+        metadata so it can be returned with text and citation."""
+        file_id = (result.get("metadata") or {}).get("file_id")
+        return self.repair.chunk_from_hit(result) if self.may_know(str(file_id or "")) else None

@@ -1,0 +1,179 @@
+"""Settling journal entries: crash safety of ingests.
+
+Before an ingest writes its first vector it records a journal entry (file id, number of chunks,
+vector dimension). Commit saves the FileRecord, indexes it, persists the index, and removes the
+entry. An entry found after a restart belongs to an ingest that never committed: if every chunk's
+vector is there, the ingest finished and only its bookkeeping was lost, so the file is adopted from
+its vectors; otherwise its vectors are orphans and are deleted (the file is FAILED). Journal entries
+of ingests running in this process are never touched. A deleted or failed file whose record may
+still be (or later be) in storage keeps an entry "0 chunks", which makes a restart remove the
+record instead of indexing it (`KbCore.delete_file`). On a KB that never had a vector, a write
+whose outcome is unknown is removed without letting Milvus create a wrong collection
+(`remove_first_write`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from lucidrag.base.blocking import run_blocking
+from lucidrag.base.budget import holding
+from lucidrag.base.host import HostApi, with_retries
+from lucidrag.state.kbcore import KbCore
+from lucidrag.state.latewrites import LateWrites
+from lucidrag.state.lifecycle import FileState
+from lucidrag.state.metastate import Mark
+from lucidrag.state.records import FileRecord, chunk_uuid
+from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
+from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
+
+logger = logging.getLogger(__name__)
+
+
+class JournalSettling(KbCore):
+    """Settling journal entries left by ingests that never committed, and first writes."""
+
+    async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
+        """Settle journal entries of ingests that never committed (see the module docstring)."""
+        store = KbStore(host, self.kb_id)
+        for file_id in sorted(self.journals):
+            if time.monotonic() >= deadline:
+                return
+            dim = self.files.first_write_dim(file_id)
+            if self.fresh and not self.never_had_vectors and dim is None:
+                continue  # whether the collection exists is unknown yet: no call may create it
+            if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
+                failed = self.files.facts(file_id).failed  # (else deleted before they could be touched)
+                if self.fresh:
+                    await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> FAILED / DELETED
+                        host, store, collection_id, file_id, dim), failed=failed)
+                    continue
+                await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                self.files.set_first_write_dim(file_id, None)
+                await self.delete_file(store, file_id, failed=failed)  # ABORTED -> FAILED / DELETED
+                continue
+            try:
+                entry = await store.read_journal(file_id, strict=True)
+            except StorageReadFailed:
+                continue  # unknown yet: it stays JOURNALLED (no answer) for a later upkeep
+            if entry is None:  # settled by another process: JOURNALLED -> as it is
+                self._settled_elsewhere(file_id)
+                continue
+            if self.meta.mark is Mark.NONE_YET:
+                # The stored mark says the KB never got its first vector (it is cleared right after
+                # the first upsert; a file that COMPLETED while it could not be cleared has its
+                # record, since a commit there needs one). A file with a record and an entry of its
+                # chunks committed and only its entry was left: as it is. Any other is no answer
+                # ("0 chunks": failed or deleted, whatever record it has included): whatever its
+                # write (of a dead process, or a failed one) left goes, without letting Milvus
+                # create a wrong collection; an entry older than `dim` has nothing to re-create it
+                # with, and only its record goes.
+                if self.stored_ids is None:
+                    continue  # which files have a record is not known yet
+                recorded = file_id in self.stored_ids
+                if (recorded and entry.chunks > 0) or (entry.dim is None and not recorded):
+                    self._settled_elsewhere(file_id)  # committed, or nothing of it was ever written
+                    await self._clear_journal(store, file_id)
+                    continue
+                if entry.dim is None:
+                    await self.delete_file(store, file_id)  # JOURNALLED -> DELETED
+                    continue
+                if entry.chunks and not await store.write_journal(JournalEntry(file_id, 0, entry.dim)):
+                    continue  # a restart must never adopt the probe `remove_first_write` writes
+                await self.delete_file(store, file_id, self.first_write_remover(  # JOURNALLED -> FAILED / DELETED
+                    host, store, collection_id, file_id, entry.dim), failed=entry.chunks > 0)
+                continue
+            # past Milvus' listing window the journalled count's chunk ids are read by id
+            ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
+            items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
+            if entry.chunks > 0 and len(items) >= entry.chunks:
+                record = await run_blocking(FileRecord.from_vector_items, file_id, items)
+                async with holding(self.lock):  # JOURNALLED -> COMMITTED (or UNSAVED)
+                    if self.files.state(file_id) is not FileState.JOURNALLED:
+                        continue  # deleted (or settled) meanwhile
+                    stored = await store.load_record(file_id)
+                    record = stored if stored is not None and len(stored.chunks) == len(record.chunks) else record
+                    await self._index([record])
+                    saved = stored is record or await self._save_record(store, record)
+                    if saved:
+                        self.files.committed(file_id)
+                    else:
+                        self.files.move(file_id, FileState.UNSAVED, record)
+                    if saved and self.stored_ids is not None:
+                        self.stored_ids.add(file_id)
+                    if await self._persist_index(store) and saved:
+                        await self._clear_journal(store, file_id)
+                    elif saved:
+                        self.undeleted_journals.add(file_id)  # the entry goes with the next flush
+                    # else the entry is all that names the file: `flush` clears it with the record
+                logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
+                            self.kb_id, file_id, len(items))
+            else:
+                if items:
+                    await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
+                await self.delete_file(store, file_id, failed=entry.chunks > 0)
+                if items or entry.chunks:
+                    logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
+                                   self.kb_id, file_id, len(items))
+
+    def _settled_elsewhere(self, file_id: str) -> None:
+        """JOURNALLED -> COMMITTED (TO_INDEX while the index lacks it) if storage has its record,
+        else forgotten."""
+        self.files.forget(file_id)
+        if file_id in (self.stored_ids or ()) and file_id not in self.index and self.loaded:
+            self.files.to_index(file_id)
+
+    async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
+        """On a KB that never had a vector: the dimension of a write of `file_id` whose outcome is
+        unknown and not settled yet (ABORTED here, or journalled by a dead process), else None.
+        StorageReadFailed if its journal entry could not be read."""
+        known = self.files.first_write_dim(file_id)
+        if known is not None:
+            return known
+        if self.files.state(file_id) is not FileState.JOURNALLED:
+            return None
+        entry = await store.read_journal(file_id, strict=True)
+        return entry.dim if entry is not None else None
+
+    def first_write_remover(self, host: HostApi, store: KbStore, collection_id: str, file_id: str,
+                            dim: int | None = None) -> Callable[[], Awaitable[None]]:
+        """`delete_file`'s `delete_vectors` for a file of a KB that never had a vector: runs
+        `remove_first_write` (with `dim`, else `first_write_of`) if a write of the file with an
+        unknown outcome is still unsettled once the KB's lock is held. Under the lock, since its
+        upsert must not land after another hook removed the file (nothing would remove it then)."""
+        async def remove() -> None:
+            if self.files.state(file_id) not in (FileState.JOURNALLED, FileState.ABORTED):
+                return  # settled meanwhile
+            known = dim if dim is not None else await self.first_write_of(store, file_id)
+            if known is not None:
+                await self.remove_first_write(host, collection_id, file_id, known)
+        return remove
+
+    async def remove_first_write(self, host: HostApi, collection_id: str, file_id: str, dim: int) -> None:
+        """Delete every vector of `file_id` from a KB that never had a vector, after a write whose
+        outcome is unknown (its answer was lost, or the process died): the collection exists only
+        if LangBot got that far, and a delete from a missing one makes LangBot's Milvus adapter
+        create it with dimension 1536. So first one vector of the file's own dimension is upserted
+        for it (every adapter's upsert creates a missing collection with the vector's dimension,
+        and writes into an existing one), then the file's vectors are deleted by file id, that
+        one included. Raises if either call fails (nothing is then known to be removed)."""
+        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.late_writes)
+        self.files.set_first_write_dim(file_id, None)
+
+
+async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
+                             first_write: asyncio.Lock | None = None, late_writes: LateWrites | None = None) -> None:
+    """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
+    probe = [0.0] * dim
+    probe[0] = 1.0
+    chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
+    sender = late_writes or LateWrites()
+    async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
+        await with_retries(lambda: sender.send(file_id, dim, lambda: host.vector_upsert(
+            collection_id=collection_id, vectors=[probe], ids=[chunk_id],
+            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""])))
+    await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))

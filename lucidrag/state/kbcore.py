@@ -1,0 +1,370 @@
+"""The fields of one knowledge base's state, what they say, and the steps every transition is
+made of: changing the keyword index, writing records, the meta and the index snapshot, deleting
+a file. The transitions themselves are in kbstate.py (ingest, flush, upkeep), kbload.py (the load
+after a restart, indexing), journals.py (settling journal entries) and filereads.py (records read
+or rebuilt for results); each KB-level state machine has its own owner (loadstate.py,
+metastate.py, repairstate.py, indexwriter.py) and every file's state is in lifecycle.FileTable.
+
+CPU work (decoding, tokenising, index updates) runs in threads; the index is only read or changed
+under `index_guard`, so a query never sees it half-updated and the event loop never stalls on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from lucidrag.base.blocking import run_blocking
+from lucidrag.base.budget import holding
+from lucidrag.base.writegate import WriteGate
+from lucidrag.index.segindex import KeywordHit, SegmentIndex
+from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
+from lucidrag.state.indexwriter import IndexSnapshotWriter
+from lucidrag.state.latewrites import LateWrites
+from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
+from lucidrag.state.loadstate import LoadState
+from lucidrag.state.metastate import MetaState, Presence
+from lucidrag.state.recordcache import RecordCache
+from lucidrag.state.records import FileRecord
+from lucidrag.state.repairstate import RepairState
+from lucidrag.state.storage_keys import part_owner
+from lucidrag.state.store import JournalEntry, KbStore, decode_record
+from lucidrag.vectors.scoring import Metric
+
+logger = logging.getLogger(__name__)
+
+LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
+# a file in one of these states may have its record written by this process at any moment
+_RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED,
+                          FileState.TOMBSTONED)
+
+
+@dataclass
+class KbCore:
+    """The fields of a KB's state, their reads, and the steps transitions share."""
+
+    kb_id: str
+    index: SegmentIndex = field(default_factory=SegmentIndex)
+    records: RecordCache = field(default_factory=RecordCache)
+    meta: MetaState = field(default_factory=MetaState)  # the stored meta and the collection
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # mutations and the first load
+    writes: WriteGate = field(default_factory=WriteGate)  # an ingest's writes; closed when the KB is deleted
+    index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
+    load: LoadState = field(default_factory=LoadState)  # the load after a restart
+    first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
+    stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
+    files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
+    repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
+    undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
+    late_writes: LateWrites = field(default_factory=LateWrites)  # files with a write that may still land
+    snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
+    stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
+    indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
+
+    @property
+    def loaded(self) -> bool:
+        return self.load.loaded
+
+    def known_files(self) -> set[str]:
+        """Files that are ingested and committed (indexed, or waiting to be)."""
+        return self.index.file_ids() | set(self.to_index)
+
+    @property
+    def to_index(self) -> Mapping[str, None]:
+        """Committed files the keyword index lacks yet, in the order they are indexed (TO_INDEX)."""
+        return self.files.of(FileState.TO_INDEX)
+
+    def has_files(self) -> bool:
+        return len(self.index) > 0 or bool(self.to_index)
+
+    @property
+    def fresh(self) -> bool:
+        """The KB's collection may not exist: nothing may touch the vector DB but an upsert of the
+        model's vectors (metastate.py)."""
+        return self.meta.fresh
+
+    @property
+    def never_had_vectors(self) -> bool:
+        """This KB never had a vector (the stored mark says so, or this process created it), and
+        nothing here says otherwise (not merely unknown, as while the meta cannot be read or
+        storage holds nothing of the KB: `fresh` covers that too)."""
+        return self.meta.never_had_vectors
+
+    @property
+    def metric(self) -> Metric | None:
+        return self.meta.metric
+
+    @property
+    def indexing(self) -> bool:
+        """The keyword index does not cover every file yet (see `continue_indexing`)."""
+        return bool(self.to_index) or self.repair.discovery is not None
+
+    @property
+    def unsettled(self) -> NotAnswers:
+        """Files whose vectors are no answers: ingests running here, journalled by a dead process
+        or failed, and files deleted by this process (lifecycle.NOT_ANSWERS)."""
+        return self.files.not_answers()
+
+    @property
+    def in_flight(self) -> set[str]:
+        return set(self.files.of(FileState.INGESTING))
+
+    @property
+    def being_removed(self) -> set[str]:
+        """Deleted or failed files whose journal entry ("0 chunks") makes a restart remove what is
+        left of them: no interrupted ingest."""
+        return set(self.files.of(FileState.DELETING)) | set(self.files.of(FileState.TOMBSTONED))
+
+    @property
+    def journals(self) -> set[str]:
+        """Files whose vectors `reconcile` settles: journalled by a dead process, or failed here."""
+        return set(self.files.of(FileState.JOURNALLED)) | set(self.files.of(FileState.ABORTED))
+
+    @property
+    def unsaved(self) -> Mapping[str, FileRecord | None]:
+        """Committed files whose record `flush` still has to write (file id -> record)."""
+        return self.files.unsaved_records()
+
+    @property
+    def loading(self) -> bool:
+        """The index snapshot is being read from storage (beside the hooks: `load_beside`)."""
+        return self.load.reading
+
+    async def keyword_search(self, query: str, top_k: int, file_ids: set[str] | None = None) -> list[KeywordHit]:
+        async with self.index_guard:
+            return await run_blocking(self.index.search, query, top_k, file_ids)
+
+    def may_know(self, file_id: str) -> bool:
+        """Whether vectors of this file may be an answer: it is indexed, the index snapshot named it
+        (its record was lost), or the index is not complete yet. Once it is, vectors of a file
+        nothing names are what a failed ingest could not remove (storage and the vector DB failed
+        at once): never answers. While the snapshot is still being read, a stored record names it."""
+        return self.files.is_answer(file_id) and (
+            self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
+            or self.files.state(file_id) is FileState.UNRECORDED or (self.loading and file_id in (self.stored_ids or ())))
+
+    def _recorded(self, file_id: str) -> None:
+        """The file's record was just saved. A file the keyword index lacks (the snapshot named it
+        without a record, so the load took it out: UNRECORDED; or only a segment held in memory
+        named it before a restart) is indexed from it, so UNRECORDED files only leave after the load."""
+        if self.stored_ids is not None:
+            self.stored_ids.add(file_id)
+        if self.files.state(file_id) is FileState.UNRECORDED:
+            self.files.committed(file_id)
+        if self.loaded and file_id not in self.index and file_id not in self.in_flight:
+            self.files.to_index(file_id)
+
+    def has_committed(self, file_id: str) -> bool:
+        """Whether this process knows the file as committed (indexed, to be indexed, or with a
+        stored record) in a collection that exists: a version of it may be answered."""
+        return not self.fresh and (file_id in self.index or file_id in self.to_index
+                                   or file_id in (self.stored_ids or ()) or self.files.state(file_id) is FileState.UNSAVED)
+
+    def _may_have_vectors(self, file_id: str) -> bool:
+        """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
+        return file_id in self.files and self.files.state(file_id) not in (FileState.DELETED, FileState.FAILED)
+
+    async def delete_file(self, store: KbStore, file_id: str,
+                          delete_vectors: Callable[[], Awaitable[object]] | None = None,
+                          record_sent: bool = False, failed: bool = False) -> bool:
+        """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
+        Returns whether the deletion is durable: no record of the file is left in plugin storage,
+        or its journal entry, rewritten "0 chunks", makes a restart's `reconcile` remove it (a
+        stored record would bring the file back after a restart; a stale index snapshot alone
+        cannot, the load drops files without one). Storage itself is asked, never a listing that
+        may predate the record. A file with a record save whose outcome is unknown (`record_sent`,
+        or an UNSAVED one: LangBot may finish the save later) keeps that entry for the next
+        process (TOMBSTONED). Waits for the KB lock no longer than the hook's deadline
+        (BudgetSpent, nothing done: the vectors go under the lock too).
+
+        With `delete_vectors`, the vectors go only once a restart could not bring the file back
+        by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
+        its record is deleted (if neither: False, nothing done). If they may have gone but the
+        call failed (its answer lost), the file is no answer any more (ABORTED: `reconcile`
+        finishes the deletion) and the error is raised.
+
+        Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
+        After: the record is gone, or the journal entry names the file; the index snapshot follows
+        as soon as storage takes it (`flush`)."""
+        async with holding(self.lock):
+            marked = gone = False
+            if delete_vectors is not None and self.files.state(file_id) not in (FileState.JOURNALLED,
+                                                                                  FileState.ABORTED):
+                # (a JOURNALLED or ABORTED file has its entry, of a dead process or of the failure)
+                dim = self.files.first_write_dim(file_id)
+                marked = await store.write_journal(JournalEntry(
+                    file_id, 0, dim if dim is not None else self.late_writes.dim(file_id)))
+                if not marked:
+                    gone = await store.delete_record(file_id)
+                    if not gone:
+                        return False
+            if delete_vectors is not None:
+                try:
+                    await delete_vectors()
+                except BaseException:
+                    facts = self.files.facts(file_id)  # (its first write's dimension stays known)
+                    self.files.move(file_id, FileState.ABORTED,  # `reconcile` deletes what is left
+                                    facts=replace(facts, record=None, failed=failed or facts.failed))
+                    raise
+            late_vectors = self.late_writes.may_land(file_id)
+            may_land = (record_sent or late_vectors
+                        or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
+            self.files.move(file_id, FileState.DELETING, failed=failed)
+            await self._unindex(store, file_id)
+            self.records.drop(file_id)
+            self.repair.forget_file(file_id)
+            await self._persist_index(store)
+            gone = gone or await store.delete_record(file_id)
+            if gone and not may_land:
+                self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
+                if self.stored_ids is not None:
+                    self.stored_ids.discard(file_id)
+                await self._clear_journal(store, file_id)
+                return True
+            # A record is left, or LangBot may still write one or vectors: the entry keeps a
+            # restart from indexing it and makes its `reconcile` remove them (for a record, best
+            # effort where storage takes no write: there a late save cannot land either).
+            marked = marked or await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
+            if marked:
+                self.undeleted_journals.discard(file_id)
+            if may_land and (marked or (gone and not late_vectors)):
+                self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # left to the next process
+                if marked:
+                    self.late_writes.left_to_next_process(file_id)
+            # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
+            # may still land), or LangBot's retry does
+            return marked or gone
+
+    async def delete_file_later(self, store: KbStore, file_id: str) -> bool:
+        """Delete a file whose vectors may not be touched yet (`fresh`: the KB's collection may
+        not exist, and a delete would make Milvus create it with the wrong dimension): its journal
+        entry "0 chunks" makes `reconcile` delete its vectors and record once the collection may be
+        touched, in this process (ABORTED, not failed: it ends DELETED) or after a restart
+        (JOURNALLED). Returns whether the entry is durable; if not, nothing changed."""
+        async with holding(self.lock):
+            if not await store.write_journal(JournalEntry(file_id, 0)):
+                return False
+            self.undeleted_journals.discard(file_id)
+            self.files.move(file_id, FileState.ABORTED)
+            return True
+
+    async def _clear_journal(self, store: KbStore, file_id: str) -> None:
+        """Delete the file's journal entry (its state was moved by the caller)."""
+        if await store.delete_journal(file_id):
+            self.undeleted_journals.discard(file_id)
+        else:
+            self.undeleted_journals.add(file_id)
+
+    async def _index(self, records: list[FileRecord]) -> None:
+        """Add (or replace) files: tokenised in a thread, indexed in a thread under the guard."""
+        records = [r for r in records if r.chunks]
+        if not records:
+            return
+        tokenized = await run_blocking(_tokenize_records, records)
+        replaced = [r.file_id for r in records if r.file_id in self.index]
+        old_tokens = await self._tokens_of(replaced)
+        async with self.index_guard:
+            await run_blocking(_replace_all, self.index, old_tokens, tokenized)
+
+    async def _unindex(self, store: KbStore, file_id: str) -> None:
+        if file_id not in self.index:
+            return
+        tokens = (await self._tokens_of([file_id], store)).get(file_id)
+        async with self.index_guard:
+            await run_blocking(self.index.remove_file, file_id, tokens)
+
+    async def _tokens_of(self, file_ids: list[str], store: KbStore | None = None) -> dict[str, list[TokenizedChunk] | None]:
+        """The tokenised chunks each file was indexed with (from its record), for an exact removal
+        in O(chunks of the file); None where the record is gone (the index then finds them)."""
+        out: dict[str, list[TokenizedChunk] | None] = {}
+        for file_id in file_ids:
+            record = self.files.unsaved_record(file_id) or self.records.get(file_id)
+            if record is None and store is not None:
+                record = await store.load_record(file_id)
+            out[file_id] = None if record is None else await run_blocking(_tokenize_record, record)
+        return out
+
+    async def _persist_index(self, store: KbStore) -> bool:
+        """Write what changed in the index since the last write (`IndexSnapshotWriter.write`).
+        On a failure the rest waits for `flush`."""
+        if not self.loaded:  # an index that never loaded its snapshot must not overwrite it
+            self.snapshot.dirty = True
+            return False
+        async with self.snapshot.guard:
+            if not await self._name_unsaved_files(store):
+                self.snapshot.dirty = True
+                return False
+            async with self.index_guard:
+                changes = await run_blocking(self.index.take_changes)
+            return await self.snapshot.write(store, changes)
+
+    async def _name_unsaved_files(self, store: KbStore) -> bool:
+        """Whether a record, the index or the meta may be saved now. While plugin storage holds
+        nothing of the KB, files committed or ingesting without a journal entry are named by
+        nothing but that emptiness (a restart lists the vector DB); once any of those is stored,
+        a restart trusts storage instead. So the first one waits until each of them has a journal
+        entry, which a restart adopts from the vectors (or removes, if incomplete)."""
+        if not self._storage_is_empty():
+            return True
+        for file_id, record in self.files.unsaved_records().items():
+            if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
+                return False
+        for file_id, chunks in self.files.unjournalled().items():
+            if not await store.write_journal(JournalEntry(file_id, chunks, self.files.first_write_dim(file_id))):
+                return False
+            self.files.set_unjournalled(file_id, None)
+        return True
+
+    def _storage_is_empty(self) -> bool:
+        """Plugin storage holds no meta (written at KB creation), no record and no index segment
+        of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
+        the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
+        manifest alone names no file: segments held in memory only are not in it.)"""
+        return (self.stored_ids is not None and not self.stored_ids and not self.snapshot.live
+                and self.meta.presence is Presence.ABSENT)
+
+    async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record, once the files storage's emptiness alone names are journalled."""
+        return await self._name_unsaved_files(store) and await self._put_record(store, record)
+
+    async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
+        """Save a record; a failed save may still land (`late_writes`)."""
+        saved = await store.save_record(record)
+        if not saved:
+            self.late_writes.unanswered(record.file_id)
+        return saved
+
+    async def _save_meta(self, store: KbStore) -> None:
+        meta = self.meta.to_save()
+        self.meta.saved(await self._name_unsaved_files(store) and await store.save_meta(meta))
+
+    def _being_written(self, part: str) -> bool:
+        """Whether this process may be writing the value the part belongs to right now."""
+        kind, ident = part_owner(part, self.kb_id)
+        if kind == "kw/seg":
+            return self.snapshot.being_written(ident)
+        return kind == "file" and self.files.state(ident) in _RECORD_MAY_BE_WRITTEN
+
+
+def decode_records(kb_id: str, blobs: list[tuple[str, bytes | None]]) -> list[FileRecord]:
+    return [r for r in (decode_record(kb_id, f, b) for f, b in blobs) if r is not None]
+
+
+def _tokenize_record(record: FileRecord) -> list[TokenizedChunk]:
+    return tokenize_chunks([(c.chunk_id, c.text, c.heading) for c in record.chunks])
+
+
+def _tokenize_records(records: list[FileRecord]) -> list[tuple[str, list[TokenizedChunk]]]:
+    return [(r.file_id, _tokenize_record(r)) for r in records]
+
+
+def _replace_all(index: SegmentIndex, old: dict[str, list[TokenizedChunk] | None],
+                 tokenized: list[tuple[str, list[TokenizedChunk]]]) -> None:
+    for file_id, chunks in old.items():
+        index.remove_file(file_id, chunks)
+    for file_id, chunks in tokenized:
+        if file_id in index:
+            index.remove_file(file_id, None)
+        index.add_file(file_id, chunks)

@@ -1,1 +1,1 @@
-"""Retrieval benchmark support: vendored test collections, offline embedders, embedding cache."""
+"""The measuring wing: benchmark programs (bench_*.py and the rest), their support code in lib/."""

@@ -14,7 +14,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-from bench.datasets import available_datasets, load_dataset
+from bench.lib.datasets import available_datasets, load_dataset
 
 _LATIN = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")

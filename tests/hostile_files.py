@@ -1,5 +1,5 @@
 """Hostile but legal files, generated with the real writers: used by tests/test_hostile.py and
-scripts/bench_hostile.py. Every generator is deterministic and takes its size as an argument."""
+bench/bench_hostile.py. Every generator is deterministic and takes its size as an argument."""
 
 from __future__ import annotations
 

@@ -233,7 +233,7 @@ def _wrap(paragraph: str, font, width_px: float, draw) -> list[str]:  # noqa: AN
 
 # ---------------------------------------------------------------------------------------------
 # Laid-out pages: each kind with the sentences (or rows) a reader takes from it, in reading order.
-# The tests assert on them and scripts/bench_ocr.py counts how many come back intact and in order.
+# The tests assert on them and bench/bench_ocr.py counts how many come back intact and in order.
 
 BULLETIN_TITLE = "Building services bulletin"
 BULLETIN_LEFT = [
@@ -383,7 +383,7 @@ def _rows_md(rows: list[list[str]]) -> list[str]:
 
 def layout_samples() -> list[tuple[str, list, list[str]]]:
     """(kind, pages, what a reader takes from them in order: sentences, and table rows as Markdown
-    rows) for each kind of laid-out page; scripts/bench_ocr.py --layout reads them all."""
+    rows) for each kind of laid-out page; bench/bench_ocr.py --layout reads them all."""
     bulletin = [BULLETIN_TITLE] + BULLETIN_LEFT + BULLETIN_RIGHT
     columns = two_columns(BULLETIN_TITLE, BULLETIN_LEFT, BULLETIN_RIGHT)
     price = [PRICE_ROWS[0]] + PRICE_ROWS[1:]

@@ -23,6 +23,7 @@ from lucidrag.index.terms import (
     HEADING_WEIGHT,
     MAX_QUERY_TERMS,
     TokenizedChunk,
+    bm25_params,
     idf,
     query_terms,
     tokenize,
@@ -360,10 +361,7 @@ class BM25Index:
         a chunk's contribution is ``weight * tf / (tf + norm + coef * length)``."""
         postings = self._postings
         n = self._n
-        k1 = self.k1
-        k1p1 = k1 + 1.0
-        body_norm = k1 * (1.0 - self.b)
-        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        avgdl = self._total_len / n if self._total_len else 0.0
         found = []  # (df of the rarer field, term, share, body postings, heading postings)
         for term, share in query_terms(query).items():
             p = postings.get(term)
@@ -374,9 +372,12 @@ class BM25Index:
         del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
         plist: list[tuple[int, str, int | array, float, float, float]] = []
         for _, term, share, p, h in found:
+            k1, b = bm25_params(term, self.k1, self.b)
+            k1p1 = k1 + 1.0
             df = _df(p) if p is not None else 0
             if p is not None:
-                plist.append((df, term, p, share * _idf(n, df) * k1p1, body_norm, body_coef))
+                coef = k1 * b / avgdl if avgdl else 0.0
+                plist.append((df, term, p, share * _idf(n, df) * k1p1, k1 * (1.0 - b), coef))
             if h is not None:
                 hdf = _df(h)
                 weight = share * HEADING_WEIGHT * _idf(n, max(df, hdf)) * k1p1

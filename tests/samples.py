@@ -1,5 +1,5 @@
 """Sample documents generated with the real writers (python-docx, python-pptx, openpyxl,
-reportlab, pypdf), used by tests/test_parsing.py and scripts/bench_parse.py."""
+reportlab, pypdf), used by tests/test_parsing.py and bench/bench_parse.py."""
 
 from __future__ import annotations
 

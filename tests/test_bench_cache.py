@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.cache import CachedEmbedder, EmbeddingCache
+from bench.lib.cache import CachedEmbedder, EmbeddingCache
 
 
 class CountingEmbedder:

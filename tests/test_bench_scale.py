@@ -1,4 +1,4 @@
-"""Smoke test of scripts/bench_scale.py (the scale benchmark) at 500 chunks: it drives the
+"""Smoke test of bench/bench_scale.py (the scale benchmark) at 500 chunks: it drives the
 real hooks end to end and prints every row of its target table. Numbers are not checked
 (no wall-clock assertions); that every file ingested, every deleted file and the deleted KB left
 nothing behind is (the script's exit status)."""
@@ -20,7 +20,7 @@ ROWS = ("plugin RSS", "first query after a restart", "longest loop stall during 
 
 def test_bench_scale_prints_every_target_row_and_leaves_nothing_behind(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench_scale.py"), "--sizes", "300,500", "--state-dir",
+        [sys.executable, str(ROOT / "bench" / "bench_scale.py"), "--sizes", "300,500", "--state-dir",
          str(tmp_path), "--queries", "6", "--delete-files", "2", "--sample-files", "2",
          "--embed-latency-ms", "0", "--call-latency-ms", "0"],
         capture_output=True, text=True, timeout=600)

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from lucidrag.index.terms import query_terms, stem, tokenize, tokenize_chunks
+from lucidrag.index.terms import CJK_BM25_B, CJK_BM25_K1, query_terms, stem, tokenize, tokenize_chunks
 from tests.reference_bm25 import (
     BM25Index,
     decode_tokenized,
@@ -110,7 +110,13 @@ def test_japanese_kana():
     assert tokenize("カタカナ", query=True) == ["カタ", "タカ", "カナ"]
     assert tokenize("ひらがな", query=True) == ["ひら", "らが", "がな"]
     assert "ひ" not in tokenize("ひらがな")  # no hiragana unigrams
-    assert tokenize("東京の天気", query=True) == ["東京", "京の", "の天", "天気"]
+    assert tokenize("東京の天気", query=True) == ["东京", "京の", "の天", "天気"]  # kanji fold like Hanzi
+
+
+def test_traditional_and_simplified_give_the_same_terms():
+    assert tokenize("臺灣的資料庫設定") == tokenize("台湾的资料库设定")
+    assert query_terms("資料庫怎麼備份？") == query_terms("资料库怎么备份？")
+    assert tokenize("裏", query=True) == tokenize("裡", query=True) == tokenize("里", query=True)  # variant forms too
 
 
 def test_mixed_scripts():
@@ -407,7 +413,7 @@ def test_very_long_query_keeps_its_rarest_terms():
 
 
 def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0.75):
-    """Textbook BM25 over every chunk, for checking the pruned search."""
+    """Textbook BM25 over every chunk, for checking the pruned search (CJK terms with CJK_BM25_K1/_B)."""
     n = len(docs)
 
     def length(tfs):  # single CJK characters do not count towards a chunk's length
@@ -420,10 +426,11 @@ def _brute_force(docs: list[tuple[str, dict[str, int]]], query: str, k1=1.2, b=0
         if not df:
             continue
         idf = share * math.log(1 + (n - df + 0.5) / (df + 0.5))
+        tk1, tb = (k1, b) if term.isascii() else (CJK_BM25_K1, CJK_BM25_B)
         for cid, tfs in docs:
             if term in tfs:
                 tf, dl = min(tfs[term], 255), length(tfs)
-                out[cid] = out.get(cid, 0.0) + idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+                out[cid] = out.get(cid, 0.0) + idf * tf * (tk1 + 1) / (tf + tk1 * (1 - tb + tb * dl / avgdl))
     return out
 
 

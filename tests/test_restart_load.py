@@ -213,7 +213,7 @@ async def test_a_vector_query_does_not_wait_for_the_keyword_index(big_index: Har
 async def test_a_kbs_reindexing_after_a_restart_does_not_hold_up_another_kbs_queries(harness: Harness, host):
     """Segments below segindex.PERSIST_POSTINGS are not in the snapshot: after a restart their
     files are indexed from their records by the KB's own queries. A query on another KB neither
-    waits for that nor does it (the probe of scripts/scale_real_host.py waited 2.6 s behind it)."""
+    waits for that nor does it (the probe of bench/scale_real_host.py waited 2.6 s behind it)."""
     await ingest_manuals(harness, 8)  # all in the in-memory tail
     await harness.ingest(OTHER, "note.txt", b"The kettle descaling interval is 30 days.")
     back = restarted(host)

@@ -31,7 +31,7 @@ def test_fusion_puts_a_chunk_found_by_both_lists_first():
 
 
 def test_rrf_variant_rewards_presence_in_both_lists():
-    from bench.rrf import fuse_rrf  # the benchmark's comparison ranking
+    from bench.lib.rrf import fuse_rrf  # the benchmark's comparison ranking
 
     vector = [Candidate("a", 0.9), Candidate("b", 0.8), Candidate("c", 0.7)]
     keyword = [Candidate("c", 1.0), Candidate("d", 0.5)]

@@ -18,7 +18,7 @@ import pytest
 
 from lucidrag.index import segindex
 from lucidrag.index.segindex import SegmentIndex
-from lucidrag.index.terms import tokenize_chunks
+from lucidrag.index.terms import TERMS_VERSION, tokenize_chunks
 from tests.reference_bm25 import BM25Index
 from tests.test_segindex import EN as EN_WORDS
 from tests.test_segindex import (
@@ -290,7 +290,8 @@ def test_postings_processed_in_blocks_give_the_same_index(monkeypatch):
 
 
 # A snapshot written by format version 1 (two files, one with plain-string chunk ids, one with a
-# UUID): what plugin storage holds from earlier releases must keep loading after an upgrade.
+# UUID): what plugin storage holds from earlier releases must keep loading after an upgrade, as
+# long as its terms are the tokeniser's (its manifest names none: the first tokeniser's).
 _V1_SNAPSHOT = {
     "manifest": (
         "TFJTTQF4nHXMOw6DMBCE4btMbVnrFyZ7lYgC8IqCYKTgIghx91iRotBk6n++A7MBG20VBjDpGBTKOksGY1ofSTIRFLK8CrhG"
@@ -314,15 +315,31 @@ _V1_SNAPSHOT = {
 }
 
 
+def _naming_tokeniser(manifest: bytes, version: int) -> bytes:
+    body = json.loads(zlib.decompress(manifest[5:]))
+    body["terms"] = version
+    return manifest[:5] + zlib.compress(json.dumps(body).encode())
+
+
 def test_a_snapshot_written_by_an_earlier_release_loads_and_answers_like_a_fresh_index():
     stored = {name: base64.b64decode(text) for name, text in _V1_SNAPSHOT.items()}
-    back = SegmentIndex.load(stored.pop("manifest"), stored)
+    back = SegmentIndex.load(_naming_tokeniser(stored.pop("manifest"), TERMS_VERSION), stored)
     fresh = SegmentIndex()
     fresh.add_file("manual", tokenize_chunks([("c0", "Zephyr-9 Manual\nDescaling takes 25 minutes.", "Zephyr-9 Manual"),
                                               ("c1", "泵阀检查 pump valve", "")]))
     fresh.add_file("note", tokenize_chunks([("6f1c2a52-1d59-5b8e-9a47-0c3e8f1b2d44", "valve 泵阀 warranty two years", "")]))
     for q in ("pump 泵阀 descaling warranty", "zephyr-9", "two years"):
         assert hit_tuples(back, q) == hit_tuples(fresh, q) != []
+
+
+def test_a_snapshot_of_another_tokeniser_is_refused_so_its_files_are_indexed_again():
+    stored = {name: base64.b64decode(text) for name, text in _V1_SNAPSHOT.items()}
+    manifest = stored.pop("manifest")
+    for refused in (manifest, _naming_tokeniser(manifest, TERMS_VERSION + 1)):
+        with pytest.raises(ValueError, match="tokeniser"):
+            SegmentIndex.load(refused, stored)
+        with pytest.raises(ValueError, match="tokeniser"):
+            SegmentIndex.manifest_segment_names(refused)
 
 
 # -- removal with the file's chunks ------------------------------------------------------------------

@@ -40,7 +40,9 @@ Layout (log-structured, like Lucene's segments)
   no per-posting work); the **manifest** (small, zlib'd JSON) lists the persisted segments in
   order with their size and CRC-32, the removed files of each (tombstones), and the name token
   and counter (unused on load: a loaded index names its segments with a new token, so none meets
-  a segment a crash left unnamed). ``take_changes`` returns the persisted segments created since
+  a segment a crash left unnamed), and the tokeniser's ``terms.TERMS_VERSION``: a manifest of
+  another version is refused like a corrupt one (``ValueError``), so the knowledge base indexes
+  its files again from their records. ``take_changes`` returns the persisted segments created since
   the last call, the names of persisted segments that are no longer referenced, and the manifest
   (and whether it changed); write the new segments, then the manifest, then delete the dropped
   ones. The files of the in-memory segments are in no manifest: the caller indexes them again
@@ -70,6 +72,8 @@ from lucidrag.index.terms import (
     HEADING_FIELD,
     HEADING_WEIGHT,
     MAX_QUERY_TERMS,
+    TERMS_VERSION,
+    bm25_params,
     idf,
     query_terms,
 )
@@ -786,10 +790,7 @@ class SegmentIndex:
         body = dict(zip(terms, looked[: len(terms)]))
         head = dict(zip(terms, looked[len(terms) :]))
         n = self._n
-        k1 = self.k1
-        k1p1 = k1 + 1.0
-        body_norm = k1 * (1.0 - self.b)
-        body_coef = k1 * self.b / (self._total_len / n) if self._total_len else 0.0
+        avgdl = self._total_len / n if self._total_len else 0.0
         found = []
         for term, share in qterms.items():
             bdf, hdf = body[term][0], head[term][0]
@@ -801,8 +802,11 @@ class SegmentIndex:
         del found[MAX_QUERY_TERMS:]  # a pasted page: keep its rarest terms
         plist: list[tuple[int, str, list, float, float, float]] = []  # (df, key, runs, weight, norm, coef)
         for _, term, share, df, hdf in found:
+            k1, b = bm25_params(term, self.k1, self.b)
+            k1p1 = k1 + 1.0
             if df:
-                plist.append((df, term, body[term][1], share * idf(n, df) * k1p1, body_norm, body_coef))
+                coef = k1 * b / avgdl if avgdl else 0.0
+                plist.append((df, term, body[term][1], share * idf(n, df) * k1p1, k1 * (1.0 - b), coef))
             if hdf:
                 weight = share * HEADING_WEIGHT * idf(n, max(df, hdf)) * k1p1
                 plist.append((hdf, HEADING_FIELD + term, head[term][1], weight, k1, 0.0))
@@ -1001,7 +1005,8 @@ class SegmentIndex:
                   for s in self._segments if s.durable]
         changed = everything or listed != self._listed
         self._listed = listed
-        body = {"k1": self.k1, "b": self.b, "token": self._token, "next": self._next, "segments": listed}
+        body = {"k1": self.k1, "b": self.b, "terms": TERMS_VERSION, "token": self._token, "next": self._next,
+                "segments": listed}
         raw = json.dumps(body, separators=(",", ":")).encode("utf-8")
         return IndexChanges(new, dropped, _MANIFEST_MAGIC + bytes([_FORMAT_VERSION]) + zlib.compress(raw, 6), changed)
 
@@ -1027,6 +1032,8 @@ class SegmentIndex:
             raise ValueError(f"corrupt keyword-index manifest: {type(exc).__name__}: {exc}") from None
         if not ok or len({s["name"] for s in segs}) != len(segs):
             raise ValueError("corrupt keyword-index manifest: bad segment list")
+        if body.get("terms", 1) != TERMS_VERSION:  # the tokeniser changed: the files are indexed again
+            raise ValueError(f"keyword index of tokeniser version {body.get('terms', 1)}, not {TERMS_VERSION}")
         return body
 
     @staticmethod

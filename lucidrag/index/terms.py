@@ -17,10 +17,11 @@ API
       whole, with ``-``/``_`` removed when that differs ("err503", so "ERR-503" == "ERR503" ==
       "err_503"), and then its parts one by one. A token mixing letters and digits in at most
       three runs ("a1024", "ipv6", "sha256") also yields those runs ("1024", "ipv", "6").
-    * CJK (Han, kana, Hangul) runs: overlapping character bigrams; a run of length one gives the
-      character itself. Documents (``query=False``) additionally index every Han/katakana/Hangul
-      character as a unigram (not hiragana, not the stop characters 的 了 是 ...), so a one-
-      character query ("书", or "用Python写" → "用", "写") still finds a character that sits
+    * CJK (Han, kana, Hangul) runs, Traditional characters folded to Simplified first
+      (``hanfold.FOLD``: a question in either script meets text in the other): overlapping
+      character bigrams; a run of length one gives the character itself. Documents
+      (``query=False``) additionally index every Han/katakana/Hangul character as a unigram
+      (not hiragana, not the stop characters 的 了 是 ...), so a one-character query ("书", or "用Python写" → "用", "写") still finds a character that sits
       inside a longer run. Queries use bigrams for runs of two or more characters, plus the
       unigrams with weight ``QUERY_CJK_UNIGRAM_WEIGHT`` (``query_terms``).
 
@@ -34,6 +35,9 @@ API
     takes. A heading line is indexed as its own field (terms prefixed ``HEADING_FIELD``).
 Scoring helpers
 ---------------
+``TERMS_VERSION`` names this tokeniser's output: an index built by another (stored by an earlier
+release) is not loaded but built again from the records (``segindex``).
+``bm25_params(term, k1, b)`` gives a CJK term its own BM25 parameters (``CJK_BM25_K1``, ``_B``).
 ``idf(n, df)`` is shared with the segment index (``lucidrag.index.segindex``); ``MAX_QUERY_TERMS``
 bounds a query's terms. The reference BM25 index the segment index is tested against, and the
 coverage it is checked by (re-tokenising a hit's text), live in ``tests/reference_bm25.py``.
@@ -47,15 +51,23 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
+from lucidrag.index.hanfold import FOLD
+
 __all__ = [
     "MAX_QUERY_TERMS",
+    "TERMS_VERSION",
     "TokenizedChunk",
+    "bm25_params",
     "idf",
     "query_terms",
     "stem",
     "tokenize",
     "tokenize_chunks",
 ]
+
+# The terms tokenize() gives for a text: raised whenever a change gives other terms for a text an
+# index may already hold (2: Traditional characters folded to Simplified).
+TERMS_VERSION = 2
 
 TokenizedChunk = tuple[str, dict[str, int]]
 """(chunk_id, {token: term frequency}) — the tokenised form of one chunk."""
@@ -189,7 +201,7 @@ def _cjk_bigrams(run: str) -> list[str]:
 
 
 # Terms of a CJK run of two or more characters (documents and queries alike). Overlapping
-# bigrams; scripts/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
+# bigrams; bench/bench_retrieval.py --cjk-segmenter measures a dictionary segmenter instead.
 cjk_terms = _cjk_bigrams
 
 
@@ -209,9 +221,11 @@ def _tokenize(text: str, query: bool, cache: dict[str, tuple[str, ...]]) -> list
                 terms = cache[tok] = _word_tokens(tok)
             extend(terms)
         elif len(run) == 1:
+            run = run.translate(FOLD)
             if run not in _CJK_STOP_CHARS:
                 out.append(run)
         else:
+            run = run.translate(FOLD)
             extend(cjk_terms(run))
             if unigrams:
                 extend([c for c in run if c not in _NO_DOC_UNIGRAM])
@@ -242,9 +256,11 @@ def query_terms(text: str) -> dict[str, float]:
             for term in terms:
                 put(term, 1.0 / len(terms) ** CODE_SHARE_EXPONENT)
         elif len(run) == 1:
+            run = run.translate(FOLD)
             if run not in _CJK_STOP_CHARS:
                 put(run, 1.0)
         else:
+            run = run.translate(FOLD)
             for term in cjk_terms(run):
                 put(term, 1.0)
             if QUERY_CJK_UNIGRAM_WEIGHT > 0.0:
@@ -278,6 +294,20 @@ def tokenize_chunks(chunks: Iterable[tuple[str, str] | tuple[str, str, str]]) ->
 
 
 MAX_QUERY_TERMS = 48  # distinct query terms scored; longer queries keep their rarest terms
+
+# BM25 (k1, b) of CJK terms (character bigrams and single characters), in place of the index's
+# own (1.2, 0.75, which other terms keep): a character repeated in a chunk, or a longer chunk,
+# says less about a Chinese sentence than a repeated word about an English paragraph. Keyword
+# mode on question → sentence sets: DRCD +0.012, CMRC +0.010 nDCG@10 (hybrid within ±0.001); the
+# same parameters for every term cost English abstracts 0.003-0.004 (docs/BENCHMARKS.md).
+CJK_BM25_K1 = 0.9
+CJK_BM25_B = 0.4
+_CJK_START = re.compile(f"[{_CJK}]")
+
+
+def bm25_params(term: str, k1: float, b: float) -> tuple[float, float]:
+    """The (k1, b) a query term is scored with: ``CJK_BM25_K1``, ``CJK_BM25_B`` for a CJK term."""
+    return (CJK_BM25_K1, CJK_BM25_B) if _CJK_START.match(term) else (k1, b)
 
 
 def idf(n: int, df: int) -> float:

@@ -5,7 +5,7 @@ for keyword candidates, chosen by BM25, the query coverage of the chunk, `by_cov
 chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
 (`_confidence`), and the top is diversified to one passage per file (`diversify`). Every
 choice here is measured on four collections in docs/BENCHMARKS.md (score fusion beat weighted
-reciprocal-rank fusion, `bench/rrf.py`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
+reciprocal-rank fusion, `bench/lib/rrf.py`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
 or this strongly matching", in every mode; the order follows the ranking value.
 """

@@ -1,7 +1,7 @@
 """The last questions a knowledge base was asked: a ring kept in memory and in plugin storage.
 
 The console's query analytics read it. Recording a question (`QueryLog.record`) is one JSON
-encoding (~0.1 ms, scripts/bench_querylog.py) and no I/O, so it can sit at the end of every
+encoding (~0.1 ms, bench/bench_querylog.py) and no I/O, so it can sit at the end of every
 retrieve. Saving is done
 beside hooks (engine.py starts it with `beside(..., drain=False)`, so a query never waits for
 it): beside a query at most every FLUSH_EVERY_S or when a block fills, beside any other hook

@@ -1,5 +1,5 @@
 """Seeded random histories (tests/sim/history.py) in the default run: CI_SEEDS of them, in
-batches, plus every shrunk regression history. `scripts/sim.py --seeds N` runs thousands."""
+batches, plus every shrunk regression history. `tests/sim/run.py --seeds N` runs thousands."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_random_histories_keep_every_invariant(first: int) -> None:
         violation = run_history(generate(seed))
         if violation is not None and not explained_by_an_open_defect(str(violation)):
             failures[seed] = str(violation)
-    assert not failures, "\n".join(f"seed {s}: {v} (python scripts/sim.py --seed {s} --shrink)"
+    assert not failures, "\n".join(f"seed {s}: {v} (python tests/sim/run.py --seed {s} --shrink)"
                                     for s, v in failures.items())
 
 

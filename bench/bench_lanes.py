@@ -5,9 +5,9 @@ KB and on another one, and one file deleted from the uploading KB. Prints the an
 (p50 / p99 / max), the delete's time and each upload's time. Not a test: numbers for
 docs/BENCHMARKS.md ("Answers while uploads run").
 
-    nice -n 10 /work/venv/bin/python scripts/bench_lanes.py                       # this checkout
+    nice -n 10 /work/venv/bin/python bench/bench_lanes.py                       # this checkout
     git archive <commit> | tar -x -C /tmp/lucidrag-old
-    nice -n 10 /work/venv/bin/python scripts/bench_lanes.py --root /tmp/lucidrag-old   # another one
+    nice -n 10 /work/venv/bin/python bench/bench_lanes.py --root /tmp/lucidrag-old   # another one
 
 The hooks run as `lbp run` runs them (tests/conftest.py's Harness of the checkout under --root:
 the SDK's bounded executor, one workspace, invocation scopes) on the fake host (its embedding is

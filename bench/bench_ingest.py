@@ -1,6 +1,6 @@
 """Host round trips of ingest / re-upload / retrieve / delete, and chunk boundaries of two samples.
 
-    .venv/bin/python scripts/bench_ingest.py
+    .venv/bin/python bench/bench_ingest.py
 
 Runs the real component against tests/fakes.py (which follows HOST_CONTRACT.md) and prints the
 number of host calls per operation: stable numbers, unlike wall-clock times.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The real-host scale run (on demand, not in CI): scripts/scale_real_host.py through a real
+# The real-host scale run (on demand, not in CI): bench/scale_real_host.py through a real
 # LangBot 4.11.2 with its database in SQLite or PostgreSQL, Chroma as vector DB.
 #
-#   nice -n 10 scripts/scale_real_host.sh --db sqlite|postgresql --chunks 10000 [--queries 60] [--out FILE]
+#   nice -n 10 bench/scale_real_host.sh --db sqlite|postgresql --chunks 10000 [--queries 60] [--out FILE]
 #
 # Builds (or reuses) the LangBot and plugin venvs (scripts/host_env.sh), starts a private PostgreSQL
 # for --db postgresql (host_pg_start, default server settings), then runs the Python driver inside a
@@ -44,5 +44,5 @@ if [ "$DB" = postgresql ]; then
   host_pg_start "$PG_DIR"
   PG_ARGS=(--pg-socket-dir "$PG_DIR" --pg-port "$PG_PORT" --pg-db "$PG_DB" --pg-user "$PG_USER" --psql "$PG_BIN/psql")
 fi
-unshare -rn bash -c 'ip link set lo up && exec "$@"' _ "$LB_VENV/bin/python" "$REPO/scripts/scale_real_host.py" \
+unshare -rn bash -c 'ip link set lo up && exec "$@"' _ "$LB_VENV/bin/python" "$REPO/bench/scale_real_host.py" \
   --run-dir "$RUN" --lb-venv "$LB_VENV" --pl-venv "$PL_VENV" ${PG_ARGS[@]+"${PG_ARGS[@]}"} ${ARGS[@]+"${ARGS[@]}"}

@@ -5,12 +5,12 @@ delete_document / on_knowledge_base_delete, inside the SDK's invocation and bloc
 exactly as tests/conftest.Harness does), on the fake host or on Milvus Lite.
 
     PY=/work/wt/.venv-scale/bin/python    # numpy (+ pymilvus, milvus-lite for --backend milvus); Linux (/proc)
-    $PY scripts/bench_scale.py                                     # small default: 2,000 chunks, fake host
-    nice $PY scripts/bench_scale.py --sizes 10000,100000 --state-dir ~/.cache/lucidrag-scale/bench --reuse
-    nice $PY scripts/bench_scale.py --sizes 10000,100000,1000000 --state-dir ... --reuse --backend milvus
+    $PY bench/bench_scale.py                                     # small default: 2,000 chunks, fake host
+    nice $PY bench/bench_scale.py --sizes 10000,100000 --state-dir ~/.cache/lucidrag-scale/bench --reuse
+    nice $PY bench/bench_scale.py --sizes 10000,100000,1000000 --state-dir ... --reuse --backend milvus
 
 Per size it BUILDS the state (ingest through the hooks; sizes are built one after the other in one
-process, each continuing the last; the files are scripts/scale_corpus.py's, as Markdown with one
+process, each continuing the last; the files are bench/lib/scale_corpus.py's, as Markdown with one
 heading per chunk so each file is exactly 20 chunks) and saves a snapshot of the host state
 (plugin storage + vector DB) under --state-dir/<backend>-<size>; --reuse skips the build when the
 snapshot is there and was built by the same plugin code. Then it MEASURES in a fresh process (a plugin restart over that host state;
@@ -46,10 +46,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 
-from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
-from scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
+from bench.lib.scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
+from bench.lib.scale_host import SNAPSHOT_FORMAT, ScaleHostBase, make_host  # noqa: E402
 
 from tests.conftest import MODEL, Harness, runtime_loop  # noqa: E402
 from tests.fakes import LoopStallMonitor, ingestion_context  # noqa: E402

@@ -2,7 +2,7 @@
 
 Standard library only (no numpy, no embedders), so the main CI venv can import it.
 
-    from bench.datasets import load_dataset, available_datasets
+    from bench.lib.datasets import load_dataset, available_datasets
     ds = load_dataset("scifact")
     ds.corpus["18670"]   -> ("The DNA Methylome of ...", "DNA methylation plays ...")
     ds.queries["1"]      -> "0-dimensional biomaterials show inductive properties."
@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_BENCH = Path(__file__).resolve().parent
+_BENCH = Path(__file__).resolve().parent.parent
 _REPO = _BENCH.parent
 
 

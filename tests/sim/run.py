@@ -1,9 +1,9 @@
 """Run seeded random histories of knowledge bases (tests/sim) and shrink the ones that fail.
 
-    python scripts/sim.py --seeds 2000            # seeds 0..1999
-    python scripts/sim.py --start 5000 --seeds 500
-    python scripts/sim.py --seed 17 --shrink      # one seed, shrunk to a short history
-    python scripts/sim.py --seeds 200-1699 --summary   # failures per kind, explained or not
+    python tests/sim/run.py --seeds 2000            # seeds 0..1999
+    python tests/sim/run.py --start 5000 --seeds 500
+    python tests/sim/run.py --seed 17 --shrink      # one seed, shrunk to a short history
+    python tests/sim/run.py --seeds 200-1699 --summary   # failures per kind, explained or not
 
 Prints one line per failing seed (the violation) and, with --shrink, the shrunk history as it
 would be kept in tests/sim/regressions.py. With --summary, each line says whether an open defect
@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.sim.history import generate, run_history, shrink  # noqa: E402
 from tests.sim.regressions import OPEN_IN_RANDOM_HISTORIES  # noqa: E402

@@ -2,11 +2,11 @@
 """The real-host scale run: one LucidRAG knowledge base of N chunks through a real LangBot
 4.11.2 (database SQLite or PostgreSQL, vector DB Chroma), measured from outside as an operator sees it.
 
-Run by scripts/scale_real_host.sh (venvs, the PostgreSQL server, the private network namespace);
+Run by bench/scale_real_host.sh (venvs, the PostgreSQL server, the private network namespace);
 this script runs inside that namespace with the LangBot venv's Python and starts everything else
 itself: the offline hash embedder (`offline-embed-d256`, an OpenAI-compatible server), `lbp rt`,
 LangBot, and `lbp run` for a copy of the plugin. Then, for --chunks N (scale_corpus.py's files, 20
-chunks each, as Markdown with one heading per chunk, as scripts/bench_scale.py uploads them):
+chunks each, as Markdown with one heading per chunk, as bench/bench_scale.py uploads them):
 
   ingest     every file uploaded the way the web UI does (POST /files/documents, then
              POST /knowledge/bases/<kb>/files), at most --inflight at once (LangBot admits 8 per
@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(HERE))
 
 import drive  # noqa: E402  tests/e2e/drive.py: Api, PluginProc, schema helpers, vectors_left
-from scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
+from bench.lib.scale_corpus import CHUNKS_PER_FILE, generate_file, make_queries  # noqa: E402
 
 PLUGIN_OWNER = "lucidrag/lucid-rag"
 KEY_ROOT = "lucidrag/v1/kb/"

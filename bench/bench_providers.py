@@ -2,10 +2,10 @@
 """Provider and upload numbers on the harsh fake host (tests/conftest.py: the SDK's
 bounded executor, blocking_work_scope, invocation binding, host calls that yield).
 
-    /work/main/.venv/bin/python scripts/bench_providers.py [--uploads 8] [--kib 1024] [--kb 400]
+    /work/main/.venv/bin/python bench/bench_providers.py [--uploads 8] [--kib 1024] [--kb 400]
 
 Prints, per scenario: concurrent uploads completed and the longest event-loop stall while they
-ran (restart and bulk-upload stalls: scripts/bench_runtime.py); embedding calls for one file after
+ran (restart and bulk-upload stalls: bench/bench_runtime.py); embedding calls for one file after
 a 503 burst; the vector-mode score of a relevant passage with unit and x8 vectors; bytes the
 vector cache holds per 1,536-dim vector and entries that fit in its bound. Runs against whatever
 `lucidrag` sits next to it, so the same script measures the old code when copied into an old

@@ -1,5 +1,5 @@
 """Weighted reciprocal-rank fusion, the baseline score fusion is measured against, kept so that
-scripts/bench_retrieval.py's `rrf*` variants can measure it against the default. Not shipped."""
+bench/bench_retrieval.py's `rrf*` variants can measure it against the default. Not shipped."""
 
 from __future__ import annotations
 

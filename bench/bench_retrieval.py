@@ -1,19 +1,22 @@
 """Retrieval quality and engine latency of LucidRAG on vendored public test collections.
 
-    .venv-bench/bin/python scripts/bench_retrieval.py [--dataset scifact|cisi|medquad|medquad-pages|drcd|cmrc|all]
+    .venv-bench/bin/python bench/bench_retrieval.py [--dataset scifact|cisi|medquad|medquad-pages|drcd|cmrc|all]
         [--model minilm|e5|auto] [--queries N] [--docs N] [--seed S] [--configs a,b,...]
-        [--patch MODULE.NAME=VALUE ...] [--json OUT]
-    .venv-bench/bin/python scripts/bench_retrieval.py --scale [--sizes 10000,100000]
+        [--top-k 10,5] [--patch MODULE.NAME=VALUE ...] [--json OUT]
+    .venv-bench/bin/python bench/bench_retrieval.py --scale [--sizes 10000,100000]
 
-Quality mode ingests a dataset (bench/datasets.py) through the REAL component
+Quality mode ingests a dataset (bench/lib/datasets.py) through the REAL component
 (components/knowledge_engine/lucid_rag.py via tests.conftest.Harness) against the contract-
 following fake host (tests/fakes.py: squared-L2 distances like Chroma, flat metadata, every
 call counted). Every corpus document becomes one uploaded ``<doc id>.txt`` file holding
-``title + "\\n\\n" + text``; a result's ``metadata.file_id`` maps back to the document, so the
-relevance judgments apply at document level: results (top_k=10 chunks) are deduplicated by
-document in rank order, then nDCG@10, Recall@5 and MRR@10 are computed.
+``title + "\\n\\n" + text`` (a Markdown set's ``<doc id>.md``: ``"# " + title``, then its
+sections); a result's ``metadata.file_id`` maps back to the document, so the
+relevance judgments apply at document level: results (top_k chunks, 10 unless ``--top-k``; a
+list such as 10,5 runs every configuration at each on the same ingest) are deduplicated by
+document in rank order, then nDCG@10, Recall@5 and MRR@10 are computed. The last table lists
+every collection with hybrid's margin over the best baseline at each top_k.
 
-The embedding model is real (bench/embedders.py, cached in ~/.cache/lucidrag-bench). The host
+The embedding model is real (bench/lib/embedders.py, cached in ~/.cache/lucidrag-bench). The host
 subclass below embeds a whole ``invoke_embedding`` batch in one model call, uses the query side
 of the model (e5's "query: " prefix) while a retrieve is running, and times every host method so
 that the engine's own latency = wall time of the retrieve hook − time spent inside host methods.
@@ -27,12 +30,15 @@ Configurations (one KB per chunking):
   hybrid         search_mode=hybrid, vector_weight 0.5 (the default)
   hybrid+cw1     hybrid, context_window=1
   hybrid@0.3 / hybrid@0.7   other vector weights
+  doc-vector     one chunk per document (fixed, 8000 characters), vector only
+  doc-bm25       the same KB, keyword only
+  doc-rrf        doc-vector and doc-bm25 rankings (50 documents each) fused by reciprocal rank, k=60
   (rerank: no cross-encoder ships offline in a PyPI package, so there is no rerank row)
 
 ``--patch lucidrag.retrieval.fusion.DIVERSITY_MARGIN=0.3`` sets a module attribute before running (to measure a
 proposed change without editing lucidrag/); it may be repeated.
 
-Scale mode (``--scale``) ingests synthetic mixed English/Chinese chunks (scripts/bench_keyword.py's
+Scale mode (``--scale``) ingests synthetic mixed English/Chinese chunks (bench/bench_keyword.py's
 generator) with the hash embedder at 10k and 100k chunks and reports the engine-side retrieve
 latency per mode (host time excluded) and the keyword index memory (tracemalloc).
 """
@@ -483,9 +489,9 @@ def _set_attr(obj: Any, name: str, value: Any) -> Callable[[], None]:
 
 
 def _rrf_k(k: int):
-    """Weighted RRF with constant k (bench/rrf.py)."""
+    """Weighted RRF with constant k (bench/lib/rrf.py)."""
     def apply(bench: Bench) -> Callable[[], None]:
-        from bench.rrf import fuse_rrf
+        from bench.lib.rrf import fuse_rrf
         from lucidrag.retrieval import retrieve as r
 
         def fuse(vector, keyword, vector_weight, *_: Any):
@@ -656,7 +662,7 @@ def code_version() -> str:
 def model_for(dataset: str, model: str) -> str:
     if model != "auto":
         return model
-    from bench.datasets import DATASETS
+    from bench.lib.datasets import DATASETS
 
     return "minilm" if DATASETS[dataset].language == "en" else "e5"
 
@@ -674,8 +680,8 @@ def apply_patches(patches: Sequence[str]) -> None:
 
 
 def run_dataset(name: str, args) -> dict[str, Any]:
-    from bench.datasets import DATASETS, load_dataset
-    from bench.embedders import get_embedder
+    from bench.lib.datasets import DATASETS, load_dataset
+    from bench.lib.embedders import get_embedder
 
     ds = load_dataset(name)
     corpus, queries, qrels = subsample(ds, args.queries, args.docs, args.seed)
@@ -734,8 +740,7 @@ def run_dataset(name: str, args) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ scale
 def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_keyword import (  # the keyword benchmark's generator
+    from bench.bench_keyword import (  # the keyword benchmark's generator
         Corpus,
         make_files,
         make_queries,

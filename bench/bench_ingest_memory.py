@@ -1,6 +1,6 @@
 """Memory and event-loop stalls of one big ingest: a 20,000-chunk file, 1,536-dimension vectors.
 
-    nice -n 10 /work/venv/bin/python scripts/bench_ingest_memory.py [chunks]
+    nice -n 10 /work/venv/bin/python bench/bench_ingest_memory.py [chunks]
 
 Runs the real component on a fake host that embeds cheaply (one random unit vector per text,
 1,536 dimensions, like OpenAI's text-embedding-3-small) and keeps nothing it is sent, so that what

@@ -1,6 +1,6 @@
 """Event-loop stalls and storage traffic of a KB's life after a restart.
 
-    .venv/bin/python scripts/bench_runtime.py [--chunks 20000]
+    .venv/bin/python bench/bench_runtime.py [--chunks 20000]
 
 Ingests files totalling ~N chunks into the fake host (tests/fakes.py), starts a new plugin process
 over the same host (a restart), then measures, with a ticker task that notes the longest gap

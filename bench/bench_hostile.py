@@ -1,6 +1,6 @@
 """Hostile but legal files: time, characters and peak memory of parse + chunk.
 
-    .venv/bin/python scripts/bench_hostile.py [CASE ...] [--timeout S] [--mem-limit-mb MB] [--list]
+    .venv/bin/python bench/bench_hostile.py [CASE ...] [--timeout S] [--mem-limit-mb MB] [--list]
 
 Each case runs in a fresh subprocess under an address-space limit (so a runaway case fails with
 MemoryError instead of taking the machine) and a timeout. Columns:

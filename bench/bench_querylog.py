@@ -1,6 +1,6 @@
 """Query latency with and without the console's question log.
 
-    .venv/bin/python scripts/bench_querylog.py [--queries 400] [--latency-ms 2]
+    .venv/bin/python bench/bench_querylog.py [--queries 400] [--latency-ms 2]
 
 A KB of 30 files on the fake host (tests/fakes.py), every host call taking --latency-ms. Queries
 run one at a time through the component's retrieve hook, alternating `query_log` off and on (so

@@ -1,9 +1,9 @@
 """OCR candidates on the same rendered pages: character accuracy and seconds per page.
 
-    nice -n 10 /work/venv/bin/python scripts/bench_ocr.py                      # LucidRAG's OCR
-    nice -n 10 /work/venv/bin/python scripts/bench_ocr.py --layout             # reading order, tables
-    nice -n 10 /work/venv/bin/python scripts/bench_ocr.py --engines lucidrag,rapidocr-default
-    PYTHONPATH=/tmp/cand/ort nice -n 10 /work/venv/bin/python scripts/bench_ocr.py --engines rapidocr-onnxruntime
+    nice -n 10 /work/venv/bin/python bench/bench_ocr.py                      # LucidRAG's OCR
+    nice -n 10 /work/venv/bin/python bench/bench_ocr.py --layout             # reading order, tables
+    nice -n 10 /work/venv/bin/python bench/bench_ocr.py --engines lucidrag,rapidocr-default
+    PYTHONPATH=/tmp/cand/ort nice -n 10 /work/venv/bin/python bench/bench_ocr.py --engines rapidocr-onnxruntime
 
 Pages (tests/ocr_samples.py, Debian's WenQuanYi Micro Hei): an A4 page of English and one of
 Chinese at 150 and 300 dpi, and the same pages as a noisy, tilted, unevenly lit JPEG "phone photo"

@@ -1,4 +1,4 @@
-"""Host back ends for scripts/bench_scale.py: the fake LangBot host of tests/fakes.py, with a vector
+"""Host back ends for bench/bench_scale.py: the fake LangBot host of tests/fakes.py, with a vector
 store that holds a million vectors (numpy), or with its vector calls served by a real Milvus Lite
 the way LangBot 4.11.2's adapter does it; every host call timed, and the host state saved to disk
 and loaded again (a plugin restart over the same host state).
@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -7,7 +7,7 @@ tests/fakes.py (Chroma-like; Milvus and pgvector as LangBot 4.11.2's adapters st
   "a file is complete iff its chunk-0 vector is stored" (the batch with chunk 0 is written last)
   tells the cut files from the complete ones, and the listing calls it takes per file.
 
-    python scripts/measure_completeness.py
+    python bench/measure_completeness.py
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 one line of the code changes? Not part of CI (hours for the whole core on 2 cores).
 
     /work/venv/bin/pip install -r requirements-mutation.txt
-    nice -n 10 python scripts/mutation.py                          # every module, in priority order
-    nice -n 10 python scripts/mutation.py lucidrag/state/kbstate.py lucidrag/index/segindex.py
-    python scripts/mutation.py --report-only lucidrag/state/kbstate.py   # tables from an earlier run
-    python scripts/mutation.py --survivors lucidrag/state/kbstate.py     # the diff of each survivor
+    nice -n 10 python tests/mutation/run.py                          # every module, in priority order
+    nice -n 10 python tests/mutation/run.py lucidrag/state/kbstate.py lucidrag/index/segindex.py
+    python tests/mutation/run.py --report-only lucidrag/state/kbstate.py   # tables from an earlier run
+    python tests/mutation/run.py --survivors lucidrag/state/kbstate.py     # the diff of each survivor
     # new tests against what an earlier run left alive (RESULTS: its `mutmut results --all true`);
     # the modules go before --tests
-    python scripts/mutation.py lucidrag/state/kbstate.py --work-dir DIR --only-unkilled RESULTS --tests FILE...
+    python tests/mutation/run.py lucidrag/state/kbstate.py --work-dir DIR --only-unkilled RESULTS --tests FILE...
 
 Per module, a copy of the working tree goes to --work-dir/<module>/ (the repository itself is never
 touched), with a setup.cfg that has mutmut mutate only that module. mutmut first runs the unit
@@ -19,7 +19,7 @@ failing test. One worker (`--max-children 1`): the machine is shared. A rerun in
 --work-dir keeps the killed mutants of unchanged functions and runs the others again.
 
 Logging calls are not mutated (the text of a log line is not behaviour a user or the index sees).
-A surviving mutant listed in tests/mutation_equivalents.toml (its mutmut name and why it cannot
+A surviving mutant listed in tests/mutation/equivalents.toml (its mutmut name and why it cannot
 change behaviour) is counted as equivalent, not as a survivor. The score is
 killed / (killed + survived), timeouts counting as killed (the mutant made a test hang).
 """
@@ -36,8 +36,8 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
+ROOT = Path(__file__).resolve().parents[2]
+EQUIVALENTS = ROOT / "tests" / "mutation" / "equivalents.toml"
 
 # In priority order: if a full run does not fit, the first ones matter most.
 MODULES = [

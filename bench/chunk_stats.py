@@ -1,8 +1,8 @@
 """How a benchmark collection is chunked: chunk count, share of fragments, embedding overhead.
 
-    python scripts/chunk_stats.py scifact cisi drcd cmrc
+    python bench/chunk_stats.py scifact cisi drcd cmrc
 
-Each document goes through the real parser and chunker, uploaded as scripts/bench_retrieval.py
+Each document goes through the real parser and chunker, uploaded as bench/bench_retrieval.py
 uploads it (file_body; a Markdown set's sections as headings) with the default creation settings. Prints chunks,
 documents cut into several chunks, mean chunk length, characters sent to the embedding model
 ÷ characters of document text, and chunks (embed text) shorter than 128 characters.
@@ -17,11 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.datasets import DATASETS, load_dataset  # noqa: E402
+from bench.lib.datasets import DATASETS, load_dataset  # noqa: E402
 from lucidrag.base.settings import parse_creation_settings  # noqa: E402
 from lucidrag.ingestion.chunking import chunk_document  # noqa: E402
 from lucidrag.ingestion.parsing.registry import parse_bytes  # noqa: E402
-from scripts.bench_retrieval import file_body  # noqa: E402
+from bench.bench_retrieval import file_body  # noqa: E402
 
 
 def main(names: list[str]) -> None:

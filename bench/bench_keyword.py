@@ -1,6 +1,6 @@
 """Benchmark the tokeniser (lucidrag.index.terms) and the reference BM25 index (tests/reference_bm25.py) on a synthetic mixed English/Chinese corpus.
 
-    .venv/bin/python scripts/bench_keyword.py [--sizes 10000,100000] [--queries 200] [--seed 7]
+    .venv/bin/python bench/bench_keyword.py [--sizes 10000,100000] [--queries 200] [--seed 7]
                                               [--no-doc-unigrams]
 
 The corpus is seeded and Zipf-distributed: ~20k English pseudo-words and ~30k Chinese words

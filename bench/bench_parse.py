@@ -1,6 +1,6 @@
 """Benchmark lucidrag.ingestion.parsing on a ~5 MB text PDF and a 150,000-row xlsx.
 
-    .venv/bin/python scripts/bench_parse.py [--cache DIR] [--rows N] [--pdf-mb MB]
+    .venv/bin/python bench/bench_parse.py [--cache DIR] [--rows N] [--pdf-mb MB]
 
 Samples are generated once (reportlab / openpyxl write_only) and cached in a temp directory.
 Each parse runs in a fresh subprocess so that peak RSS (ru_maxrss) and the tracemalloc peak

@@ -1,0 +1,1 @@
+"""Support code shared by the benchmark programs in bench/."""

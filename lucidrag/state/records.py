@@ -23,6 +23,13 @@ def chunk_uuid(document_id: str, index: int) -> str:
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:{index}"))
 
 
+def document_vector_id(document_id: str) -> str:
+    """The id of a file's document vector: its name and opening embedded as one text, written
+    beside its chunks' vectors for a file of two chunks or more (text "", so nothing reads it as a
+    chunk)."""
+    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:document"))
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     chunk_id: str

@@ -59,7 +59,7 @@ CONFIDENCE_DEPTH = 10
 # document; a file whose document vector the search did not return counts as no better than the
 # weakest one it did. The reported score stays the passage's own cosine. Measured in
 # docs/BENCHMARKS.md ("Document-level view").
-DOCUMENT_WEIGHT = 0.5
+DOCUMENT_WEIGHT = 0.35
 
 
 @dataclass(frozen=True)

@@ -182,13 +182,21 @@ def document_opening(document: Document, title: str) -> str:
 
 async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
                          record: FileRecord, vectors: np.ndarray, opening: np.ndarray | None) -> None:
-    for n, start in enumerate(upsert_order(len(record.chunks))):
-        batch = record.chunks[start : start + UPSERT_BATCH]
+    # the document vector rides with the last batch (chunk 0's in a file under UPSERT_BATCH
+    # chunks) when it has room, else it is written alone first
+    tail = (len(record.chunks) - 1) // UPSERT_BATCH * UPSERT_BATCH
+    carrier = tail if opening is not None and len(record.chunks) - tail < UPSERT_BATCH else None
+    writes: list[int | None] = list(upsert_order(len(record.chunks)))
+    if opening is not None and carrier is None:
+        writes.insert(0, None)
+    for n, start in enumerate(writes):
+        batch = record.chunks[start : start + UPSERT_BATCH] if start is not None else []
 
-        def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
+        def upsert(b: list[ChunkRecord] = batch, s: int | None = start) -> Awaitable[None]:
+            first = s or 0
             ids, metadata = [c.chunk_id for c in b], [c.metadata(record.format) for c in b]
-            rows, documents = vectors[s : s + len(b)].tolist(), [c.text for c in b]  # lists only for the call
-            if opening is not None and s == 0:  # with chunk 0, the file's completion mark: no extra call
+            rows, documents = vectors[first : first + len(b)].tolist(), [c.text for c in b]  # lists only for the call
+            if opening is not None and s == carrier:
                 document_id = document_vector_id(request.document_id)
                 ids.append(document_id)
                 metadata.append({"file_id": request.document_id, "uuid": document_id, "text": ""})

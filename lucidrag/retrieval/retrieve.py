@@ -253,7 +253,7 @@ async def _keyword_candidates(selector: Selector, state: KnowledgeBaseState, req
         selection = await selector.select(request.where)
         file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
         if chunk_ids is not None:
-            top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed
+            top_k = max(pool, selection.vector_count)  # every chunk of those files may be needed
     hits = await state.keyword_search(request.query, top_k, file_ids)
     unsettled = state.unsettled
     out: list[Candidate] = []

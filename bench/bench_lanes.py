@@ -3,7 +3,7 @@
 base at once; meanwhile a question every second in every mode (keyword, vector, hybrid) on that
 KB and on another one, and one file deleted from the uploading KB. Prints the answer times
 (p50 / p99 / max), the delete's time and each upload's time. Not a test: numbers for
-docs/BENCHMARKS.md ("Answers while scans upload").
+docs/BENCHMARKS.md ("Answers while uploads run").
 
     nice -n 10 /work/venv/bin/python bench/bench_lanes.py                       # this checkout
     git archive <commit> | tar -x -C /tmp/lucidrag-old

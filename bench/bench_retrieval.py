@@ -602,7 +602,7 @@ VARIANTS: dict[str, tuple[str, Callable[[Bench], Callable[[], None]]]] = {
 
 
 async def run_variants(bench: Bench, names: Sequence[str], queries, qrels,
-                       modes: Sequence[str] = ("keyword", "hybrid")) -> list[tuple[str, Result]]:
+                       modes: Sequence[str] = ("vector", "keyword", "hybrid")) -> list[tuple[str, Result]]:
     out = []
     by_name = {c.name: c for c in CONFIGS}
     for name in names:

@@ -16,7 +16,7 @@ heading per chunk so each file is exactly 20 chunks) and saves a snapshot of the
 snapshot is there and was built by the same plugin code. Then it MEASURES in a fresh process (a plugin restart over that host state;
 RSS is that process's): first query after the restart, keyword and hybrid queries, deleting files,
 deleting the KB. It prints every row of the scale target table, and how each grows from size to
-size (docs/BENCHMARKS.md, "Scale", says what each row means).
+size (docs/BENCHMARKS.md, "Engine latency", says what each row means).
 
 Host call latency during the measurement (`--call-latency-ms`, default 1 ms per call) stands for
 LangBot's IPC round trip; the embedding provider during the ingest sample is modelled as

@@ -16,7 +16,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.console import Console
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import chunk_uuid
+from lucidrag.state.records import chunk_uuid, document_vector_id
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import DIM, on_call
 from tests.test_state_runtime import long_text, restarted
@@ -143,7 +143,8 @@ async def test_the_vector_of_chunk_0_is_written_last(harness: Harness, host):
     result = await harness.ingest(KB, "big.txt", long_text(2500), document_id="big")
     assert len(batches) > 2
     assert chunk_uuid("big", 0) in batches[-1]
-    assert sorted(i for ids in batches for i in ids) == sorted(chunk_uuid("big", i) for i in range(result.chunks_created))
+    assert sorted(i for ids in batches for i in ids) == sorted(
+        [chunk_uuid("big", i) for i in range(result.chunks_created)] + [document_vector_id("big")])
 
 
 async def test_a_failed_ingest_whose_rollback_failed_is_never_answered_after_a_restart_of_a_storage_less_host():

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lucidrag.state.records import chunk_uuid
+from lucidrag.state.records import chunk_uuid, document_vector_id, file_vector_count
 from lucidrag.vectors import vectorscan
 from lucidrag.vectors.vectorscan import FileDiscovery, file_vectors
 from tests.conftest import FakePlugin, Harness
@@ -44,7 +44,7 @@ def record_listings(host: FakePlugin) -> list[tuple[Any, int, int]]:
 async def ingest(harness: Harness, name: str, chunks: int) -> str:
     body = "\n\n".join(f"{name} part {i}: widget W{i} weighs {i} grams." for i in range(chunks))
     result = await harness.ingest(KB, name, body.encode(), settings={"chunk_size": 64, "chunk_overlap": 0})
-    assert len(harness.host.vectors_of(KB, result.document_id)) == chunks
+    assert len(harness.host.vectors_of(KB, result.document_id)) == file_vector_count(chunks)
     return result.document_id
 
 
@@ -93,7 +93,7 @@ async def test_rebuilding_a_file_past_the_window_from_the_vector_db_keeps_every_
 async def test_every_file_of_a_collection_is_found_one_listing_page_per_step_past_the_window():
     host = FakePlugin.milvus(list_window=WINDOW)
     harness = Harness(host)
-    files = [await ingest(harness, f"f{i}.txt", 3) for i in range(8)]  # 24 vectors: twice the window
+    files = [await ingest(harness, f"f{i}.txt", 3) for i in range(8)]  # 32 vectors (24 chunks, 8 document vectors): past the window
     calls = record_listings(host)
     discovery = FileDiscovery()
     found: list[set[str]] = []

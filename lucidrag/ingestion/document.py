@@ -55,6 +55,12 @@ def document_name(document: Document, ingested_at: datetime) -> str:
     """A human title for the file: its title metadata, else its first heading, else
     "<FORMAT> file, <UTC time to the second>" (two untitled uploads of one day stay apart, as failed
     ones do). LangBot knows only a storage key, so this is what the operator reads."""
+    return document_title(document) or (
+        f"{(document.format or 'unknown').upper()} file, {ingested_at.strftime('%Y-%m-%d %H:%M:%S')} UTC")
+
+
+def document_title(document: Document) -> str:
+    """The document's own title: its title metadata, else its first heading, else ""."""
     title = _clean_title(document.title)
     if title:
         return title
@@ -63,7 +69,7 @@ def document_name(document: Document, ingested_at: datetime) -> str:
             heading = _clean_title(heading)
             if heading:
                 return heading
-    return f"{(document.format or 'unknown').upper()} file, {ingested_at.strftime('%Y-%m-%d %H:%M:%S')} UTC"
+    return ""
 
 
 def _clean_title(text: str) -> str:

@@ -32,13 +32,13 @@ from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
-from lucidrag.ingestion.document import Document, document_name
+from lucidrag.ingestion.document import Document, document_name, document_title
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.latewrites import LateWrites
-from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import calibrate
@@ -46,6 +46,10 @@ from lucidrag.vectors.scoring import calibrate
 logger = logging.getLogger(__name__)
 
 UPSERT_BATCH = 100
+# A file of two chunks or more also gets a document vector: its name and opening, this many
+# characters (most embedding models read 256-512 tokens of it), so that retrieval can weigh what the
+# whole file is about beside each passage (retrieval/fusion.py, DOCUMENT_WEIGHT).
+DOCUMENT_VECTOR_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             await ready()
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
                 with upload_work():  # the file's own steps, before it touches the KB
-                    record, vectors = await _prepare(host, embedder, request)
+                    record, vectors, opening = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors. Not in a collection that may not exist (a
@@ -122,7 +126,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                         "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
                         "keep track of it. Nothing was kept; upload the file again."
                     )
-            await _write_vectors(host, state, store, request, record, vectors)
+            await _write_vectors(host, state, store, request, record, vectors, opening)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
         if begun:
@@ -143,8 +147,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     return IngestOutcome(len(record.chunks), record.format)
 
 
-async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) -> tuple[FileRecord, np.ndarray]:
-    """The file's record and its vectors (nothing is written yet)."""
+async def _prepare(host: HostApi, embedder: Embedder,
+                   request: IngestRequest) -> tuple[FileRecord, np.ndarray, np.ndarray | None]:
+    """The file's record, its chunks' vectors and its document vector (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await run_blocking(chunk_document, document, request.settings)
@@ -154,28 +159,52 @@ async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest) ->
             "that the file opens correctly; for pictures without text (charts, photos) choose a "
             "vision model when creating the knowledge base."
         )
-    name = document_name(with_title_line(document, request.settings.chunk_size), datetime.now(timezone.utc))
+    titled = with_title_line(document, request.settings.chunk_size)  # a .txt's title line is its title
+    name = document_name(titled, datetime.now(timezone.utc))
     record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))},
                                 upload_key(request.filename))
+    texts = [c.text for c in record.chunks]
+    opening = document_opening(document, document_title(titled)) if len(texts) > 1 else None
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
-                                   [c.text for c in record.chunks])
-    return record, vectors
+                                   texts + ([opening] if opening else []))
+    return record, vectors[: len(texts)], (vectors[len(texts)] if opening else None)
+
+
+def document_opening(document: Document, title: str) -> str:
+    """What the document vector embeds: the document's own title (unless its text starts with it;
+    an untitled file's generated name would only add noise) and the start of its text."""
+    text = document.text
+    if title and not text.lstrip().startswith(title):
+        text = f"{title}\n{text}"
+    return text[:DOCUMENT_VECTOR_CHARS]
 
 
 async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
-                         record: FileRecord, vectors: np.ndarray) -> None:
-    for n, start in enumerate(upsert_order(len(record.chunks))):
-        batch = record.chunks[start : start + UPSERT_BATCH]
+                         record: FileRecord, vectors: np.ndarray, opening: np.ndarray | None) -> None:
+    # the document vector rides with the last batch (chunk 0's in a file under UPSERT_BATCH
+    # chunks) when it has room, else it is written alone first
+    tail = (len(record.chunks) - 1) // UPSERT_BATCH * UPSERT_BATCH
+    carrier = tail if opening is not None and len(record.chunks) - tail < UPSERT_BATCH else None
+    writes: list[int | None] = list(upsert_order(len(record.chunks)))
+    if opening is not None and carrier is None:
+        writes.insert(0, None)
+    for n, start in enumerate(writes):
+        batch = record.chunks[start : start + UPSERT_BATCH] if start is not None else []
 
-        def upsert(b: list[ChunkRecord] = batch, s: int = start) -> Awaitable[None]:
+        def upsert(b: list[ChunkRecord] = batch, s: int | None = start) -> Awaitable[None]:
+            first = s or 0
+            ids, metadata = [c.chunk_id for c in b], [c.metadata(record.format) for c in b]
+            rows, documents = vectors[first : first + len(b)].tolist(), [c.text for c in b]  # lists only for the call
+            if opening is not None and s == carrier:
+                document_id = document_vector_id(request.document_id)
+                ids.append(document_id)
+                metadata.append({"file_id": request.document_id, "uuid": document_id, "text": ""})
+                rows.append(opening.tolist())
+                documents.append("")
             return with_retries(lambda: state.late_writes.send(record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
-                collection_id=request.collection_id,
-                vectors=vectors[s : s + len(b)].tolist(),  # lists only for the host call
-                ids=[c.chunk_id for c in b],
-                metadata=[c.metadata(record.format) for c in b],
-                documents=[c.text for c in b],
-            )))
+                collection_id=request.collection_id, vectors=rows, ids=ids, metadata=metadata,
+                documents=documents)))
         async with state.writes.write():
             if n == 0 and state.metric is None:
                 # The first write may create the collection; concurrent creators race on some

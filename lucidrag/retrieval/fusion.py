@@ -13,7 +13,7 @@ or this strongly matching", in every mode; the order follows the ranking value.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 # One-passage-per-file diversity (every mode): a file's second passage ranks behind other files' best
@@ -52,6 +52,14 @@ CONFIDENCE_DEPTH = 10
 # coverage leaves the order among equally matching chunks to the vector half. Measured on four
 # collections in docs/BENCHMARKS.md. (Also counting the coverage of a chunk's section neighbours
 # was measured: +0.001 CISI, -0.002 SciFact; not kept, it needs every candidate's neighbours.)
+# Document-level view (vector candidates, every mode): a passage's vector strength is
+# (1 − DOCUMENT_WEIGHT) × its cosine + DOCUMENT_WEIGHT × its file's document cosine (the file's
+# title and opening, embedded once at ingest: ingestion/ingest.py), so of two equally worded
+# passages the one in the file that is about the question ranks first. A one-chunk file is its own
+# document; a file whose document vector the search did not return counts as no better than the
+# weakest one it did. The reported score stays the passage's own cosine. Measured in
+# docs/BENCHMARKS.md ("Document-level view").
+DOCUMENT_WEIGHT = 0.35
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,33 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
     # higher absolute score.
     fused.sort(key=lambda f: (f.rank_value, f.body, f.score), reverse=True)
     return fused
+
+
+def document_scores(passages: Sequence[Candidate], documents: dict[str, float], file_of: dict[str, str],
+                    is_single_chunk: Callable[[str], bool]) -> dict[str, float]:
+    """File id → its document cosine: `documents` (the files whose document vector the search
+    returned); a one-chunk file's own passage; else the weakest document cosine returned (or the
+    passage's own, when lower)."""
+    weakest = min(documents.values(), default=0.0)
+    out = dict(documents)
+    for c in passages:
+        file_id = file_of[c.chunk_id]
+        if file_id not in out:
+            out[file_id] = c.score if is_single_chunk(file_id) else min(c.score, weakest)
+    return out
+
+
+def with_document_view(passages: Sequence[Candidate], scores: dict[str, float],
+                       file_of: dict[str, str]) -> list[Candidate]:
+    """Vector candidates ranked by passage and document evidence (DOCUMENT_WEIGHT); `scores` from
+    `document_scores`."""
+    weight = DOCUMENT_WEIGHT
+    if not weight:
+        return list(passages)
+    out = [replace(c, strength=(1.0 - weight) * c.score + weight * scores.get(file_of[c.chunk_id], c.score))
+           for c in passages]
+    out.sort(key=lambda c: c.rank_strength, reverse=True)
+    return out
 
 
 def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> float:

@@ -4,8 +4,9 @@ LangBot's Milvus and pgvector adapters keep only text / file_id / uuid and silen
 clause on any other key, and `$and`/`$or` altogether, so a filter on `page`, `heading`, `format` or
 several keys would return unfiltered results there. Instead the filter selects chunks locally over
 the KB's FileRecords; the backend is asked only for the files they belong to (`file_id` /
-`file_id $in`, which all adapters support), for as many vectors as those files have, so every
-matching chunk can be found; the results are then cut to the matching chunks.
+`file_id $in`, which all adapters support), for as many vectors as those files have (their
+document vectors included), so every matching chunk can be found; the results are then cut to the
+matching chunks and those files' document vectors.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from lucidrag.base.host import HostApi
 from lucidrag.retrieval.filters import matches
 from lucidrag.state.kbstate import KnowledgeBaseState
+from lucidrag.state.records import document_vector_id, file_vector_count
 
 MAX_FILTER_FETCH = 16384  # the most a backend returns from one search (Milvus' top-k limit)
 
@@ -28,7 +30,7 @@ class Selection:
 
     file_ids: set[str]
     chunk_ids: set[str] | None
-    chunk_count: int  # chunks in the selected files
+    vector_count: int  # vectors of the selected files (chunks and document vectors)
 
 
 async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, where: Mapping[str, Any]) -> Selection:
@@ -36,7 +38,7 @@ async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, w
     of every file (plugin storage, through the state's record cache), so it costs more."""
     if fields_of(where) <= {"file_id"}:
         files = {f for f in state.known_files() if matches(where, {"file_id": f})}
-        return Selection(files, None, sum(state.index.chunk_count(f) for f in files))
+        return Selection(files, None, sum(file_vector_count(state.index.chunk_count(f)) for f in files))
     chunk_ids: set[str] = set()
     files: set[str] = set()
     total = 0
@@ -46,7 +48,7 @@ async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, w
         if hit:
             chunk_ids.update(hit)
             files.add(record.file_id)
-            total += len(record.chunks)
+            total += file_vector_count(len(record.chunks))
     return Selection(files, chunk_ids, total)
 
 
@@ -89,13 +91,14 @@ class LocalFilterHost:
         if not selection.file_ids:
             return []
         files = sorted(selection.file_ids)
-        fetch = top_k if selection.chunk_ids is None else min(MAX_FILTER_FETCH, max(top_k, selection.chunk_count))
+        fetch = top_k if selection.chunk_ids is None else min(MAX_FILTER_FETCH, max(top_k, selection.vector_count))
         pushed = {"file_id": files[0]} if len(files) == 1 else {"file_id": {"$in": files}}
         results = await self._host.vector_search(collection_id, query_vector, top_k=fetch, filters=pushed,
                                                  search_type=search_type, query_text=query_text,
                                                  vector_weight=vector_weight)
         if selection.chunk_ids is not None:
-            results = [r for r in results if str(r.get("id")) in selection.chunk_ids]
+            wanted = selection.chunk_ids | {document_vector_id(f) for f in files}
+            results = [r for r in results if str(r.get("id")) in wanted]
         else:
             results = [r for r in results if str((r.get("metadata") or {}).get("file_id")) in selection.file_ids]
         return results[:top_k]

@@ -25,7 +25,7 @@ from lucidrag.retrieval.fusion import (
 from lucidrag.retrieval.localfilter import LocalFilterHost, Selector
 from lucidrag.retrieval.sources import with_source_line
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.records import ChunkRecord, FileRecord
+from lucidrag.state.records import ChunkRecord, FileRecord, document_vector_id
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import (
@@ -213,27 +213,32 @@ async def _hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveReque
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                              request: RetrieveRequest, pool: int, found: _Found) -> list[Candidate]:
     query_vector = await embedder.embed_query(request.creation.embedding_model_uuid, request.query)
-    try:
+    try:  # room for the files' document vectors beside `pool` passages
         results = await with_retries(lambda: host.vector_search(
-            request.collection_id, query_vector, top_k=pool, filters=request.where))
+            request.collection_id, query_vector, top_k=pool + pool // 2, filters=request.where))
     except Exception as error:  # noqa: BLE001
         raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
     unsettled = state.unsettled  # vectors of ingests that have not committed are not answers yet
     results = [r for r in results if r.get("id") is not None
                and (r.get("metadata") or {}).get("file_id") is not None
                and str(r["metadata"]["file_id"]) not in unsettled]
+    document_hits = [r for r in results if str(r["id"]) == document_vector_id(str(r["metadata"]["file_id"]))]
+    results = [r for r in results if str(r["id"]) != document_vector_id(str(r["metadata"]["file_id"]))][:pool]
     for r in results:
         found.file_of[str(r["id"])] = str(r["metadata"]["file_id"])
         found.vector_hits[str(r["id"])] = r
     if state.metric is None and results:
         await _calibrate_from_query(host, state, embedder, request, query_vector, results[0])
-    metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results])
-    candidates = [
-        Candidate(str(r["id"]), clip01(cosine_from_distance(float(r.get("distance", 0.0)), metric)))
-        for r in results
-    ]
+    metric = state.metric or guess_metric([float(r.get("distance", 0.0)) for r in results + document_hits])
+
+    def score(r: dict[str, Any]) -> float:
+        return clip01(cosine_from_distance(float(r.get("distance", 0.0)), metric))
+
+    candidates = [Candidate(str(r["id"]), score(r)) for r in results]
     candidates.sort(key=lambda c: c.score, reverse=True)
-    return candidates
+    documents = fusion.document_scores(candidates, {str(r["metadata"]["file_id"]): score(r) for r in document_hits},
+                                       found.file_of, lambda f: f in state.index and state.index.chunk_count(f) == 1)
+    return fusion.with_document_view(candidates, documents, found.file_of)
 
 
 async def _keyword_candidates(selector: Selector, state: KnowledgeBaseState, request: RetrieveRequest,
@@ -248,7 +253,7 @@ async def _keyword_candidates(selector: Selector, state: KnowledgeBaseState, req
         selection = await selector.select(request.where)
         file_ids, chunk_ids = selection.file_ids, selection.chunk_ids
         if chunk_ids is not None:
-            top_k = max(pool, selection.chunk_count)  # every chunk of those files may be needed
+            top_k = max(pool, selection.vector_count)  # every chunk of those files may be needed
     hits = await state.keyword_search(request.query, top_k, file_ids)
     unsettled = state.unsettled
     out: list[Candidate] = []

@@ -26,7 +26,7 @@ from lucidrag.state.kbcore import KbCore
 from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
-from lucidrag.state.records import FileRecord, chunk_uuid
+from lucidrag.state.records import FileRecord, chunk_uuid, document_vector_id
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
 from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
 
@@ -89,7 +89,8 @@ class JournalSettling(KbCore):
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
-            if entry.chunks > 0 and len(items) >= entry.chunks:
+            chunk_items = [i for i in items if str(i.get("id")) != document_vector_id(file_id)]
+            if entry.chunks > 0 and len(chunk_items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
                 async with holding(self.lock):  # JOURNALLED -> COMMITTED (or UNSAVED)
                     if self.files.state(file_id) is not FileState.JOURNALLED:

@@ -23,6 +23,19 @@ def chunk_uuid(document_id: str, index: int) -> str:
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:{index}"))
 
 
+def document_vector_id(document_id: str) -> str:
+    """The id of a file's document vector: its name and opening embedded as one text, written
+    beside its chunks' vectors for a file of two chunks or more (text "", so nothing reads it as a
+    chunk)."""
+    return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:document"))
+
+
+def file_vector_count(chunks: int) -> int:
+    """How many vectors a file of `chunks` chunks has in the vector DB: one per chunk, and its
+    document vector when it has two chunks or more."""
+    return chunks + 1 if chunks > 1 else chunks
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     chunk_id: str

@@ -108,6 +108,12 @@ T = TypeVar("T")
 Op = tuple
 
 
+def with_document_vector(chunks: int) -> int:
+    """Vectors of a whole upload of this many chunks: a file of two or more also has its document
+    vector."""
+    return chunks + 1 if chunks >= 2 else chunks
+
+
 def kb_name(k: int) -> str:
     return KB if k == 0 else f"{KB}-{k}"
 
@@ -592,11 +598,12 @@ class Runner:
             if status in ("deleted", "failed", "removed", "unknown", "new"):
                 raise HistoryFailed(Violation("stray-vectors", f"{count} vectors of {status} file {file_id}"))
             assert doc is not None
-            if status == "completed" and count != doc.chunks:
+            if status == "completed" and count != with_document_vector(doc.chunks):
                 raise HistoryFailed(Violation("stray-vectors", f"completed file {file_id} has {count} of "
-                                                               f"{doc.chunks} vectors"))
+                                                               f"{with_document_vector(doc.chunks)} vectors"))
             if status == "interrupted":
-                whole = {expected_chunks(n, kind, v) for v, kind in enumerate(doc.kinds) if v in doc.answerable}
+                whole = {with_document_vector(expected_chunks(n, kind, v))
+                         for v, kind in enumerate(doc.kinds) if v in doc.answerable}
                 if count not in whole:
                     raise HistoryFailed(Violation("stray-vectors", f"interrupted file {file_id} has {count} "
                                                                    f"vectors, not one whole upload {sorted(whole)}"))

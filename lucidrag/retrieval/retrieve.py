@@ -222,8 +222,12 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
     results = [r for r in results if r.get("id") is not None
                and (r.get("metadata") or {}).get("file_id") is not None
                and str(r["metadata"]["file_id"]) not in unsettled]
-    document_hits = [r for r in results if str(r["id"]) == document_vector_id(str(r["metadata"]["file_id"]))]
-    results = [r for r in results if str(r["id"]) != document_vector_id(str(r["metadata"]["file_id"]))][:pool]
+    passages: list[dict[str, Any]] = []
+    document_hits: list[dict[str, Any]] = []
+    for r in results:
+        is_document = str(r["id"]) == document_vector_id(str(r["metadata"]["file_id"]))
+        (document_hits if is_document else passages).append(r)
+    results = passages[:pool]
     for r in results:
         found.file_of[str(r["id"])] = str(r["metadata"]["file_id"])
         found.vector_hits[str(r["id"])] = r

@@ -114,6 +114,6 @@ def test_a_files_facts_belong_to_its_state():
     table.move("g", FileState.UNSAVED, FileRecord("g", "txt", []))
     assert list(table.unsaved_records()) == ["g"]
     table.committed("g")
-    assert table.state("g") is None and table.unsaved_records() == {}
+    assert table.state("g") is FileState.COMMITTED and table.unsaved_records() == {}
     table.set_unjournalled("h", 1)
     assert "h" not in table.unjournalled(), "an untracked file has no facts"

@@ -57,7 +57,7 @@ class FileReads(KbCore):
                 if record is previous:
                     self.records.put(record)
                     continue
-                if previous is None and record.file_id in (self.stored_ids or ()):
+                if previous is None and self.files.record_stored(record.file_id):
                     continue  # storage has its record and failed to read it: never overwrite it
                 if self.lock.locked():
                     continue  # a change of the KB (a delete?) is under way: a later hit saves it
@@ -90,7 +90,8 @@ class FileReads(KbCore):
                 self.files.forget(file_id)  # deleted while the index snapshot lagged
             return None
         if not any(str(item.get("id")) == first for item in items):
-            if self.files.state(file_id) in (None, FileState.TO_INDEX) and file_id not in self.index:
+            if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
+                    and file_id not in self.index):
                 self.files.move(file_id, FileState.ABORTED)
                 logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
                                self.kb_id, file_id, len(items))

@@ -114,8 +114,10 @@ class FileTable:
             self._facts[file_id] = facts
 
     def committed(self, file_id: str) -> None:
-        """-> COMMITTED: its record is stored and its vectors are answers."""
-        self.move(file_id, FileState.COMMITTED)
+        """-> COMMITTED: its record is stored and its vectors are answers. (`move` without what
+        COMMITTED never has, a view and facts: a load makes 100k+ files COMMITTED at once.)"""
+        self._leave(file_id)
+        self._code[file_id] = (self._code.get(file_id, 0) & ~_STATE_BITS) | _CODE[FileState.COMMITTED]
 
     def to_index(self, file_id: str) -> None:
         """A COMMITTED (or UNRECORDED, or unknown) file the keyword index lacks -> TO_INDEX; a file
@@ -206,13 +208,15 @@ class FileTable:
         """A listing of the KB's keys named these records: each file whose lifecycle is unknown
         is COMMITTED, and every file but a DELETED or FAILED one has its record stored."""
         self._listed = True
+        # one pass over what may be 100k+ files: an unknown file has no view and no facts to leave
+        removed = (_CODE[FileState.DELETED], _CODE[FileState.FAILED])  # (deleted after the listing was taken)
+        codes, committed = self._code, _CODE[FileState.COMMITTED]
         for file_id in record_ids:
-            state = self.state(file_id)
-            if state in (FileState.DELETED, FileState.FAILED):
-                continue  # its record's delete answered after the listing was taken
-            if state is None:
-                self.committed(file_id)
-            self._mark_stored(file_id, True)
+            code = codes.get(file_id, 0)
+            if (code & _STATE_BITS) in removed or code & _RECORD_STORED:
+                continue
+            codes[file_id] = code | _RECORD_STORED | (0 if code & _STATE_BITS else committed)
+            self._stored += 1
 
     def record_stored(self, file_id: str) -> bool:
         """Whether the file's record is in plugin storage, as far as the listing and every save

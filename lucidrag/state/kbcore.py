@@ -62,6 +62,8 @@ class KbCore:
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
+    # files whose chunk-0 vector this process wrote or found: their stored record needs no check (FileReads)
+    with_vectors: set[str] = field(default_factory=set)
 
     @property
     def loaded(self) -> bool:
@@ -162,6 +164,16 @@ class KbCore:
         return not self.fresh and (file_id in self.index or file_id in self.to_index
                                    or file_id in (self.stored_ids or ()) or self.files.state(file_id) is FileState.UNSAVED)
 
+    def may_have_committed(self, file_id: str) -> bool:
+        """`has_committed`, or this process cannot tell: the KB may have had vectors and plugin
+        storage could not be listed, or holds nothing of the KB (its files are in the vector DB
+        alone) while they are still being found there."""
+        if self.has_committed(file_id):
+            return True
+        return not self.never_had_vectors and (
+            file_id in self.index or file_id in self.to_index or self.stored_ids is None
+            or (self._storage_is_empty() and (self.repair.finding_files or not self.loaded)))
+
     def _may_have_vectors(self, file_id: str) -> bool:
         """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
         return file_id in self.files and self.files.state(file_id) not in (FileState.DELETED, FileState.FAILED)
@@ -212,6 +224,7 @@ class KbCore:
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
+            self.with_vectors.discard(file_id)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.repair.forget_file(file_id)

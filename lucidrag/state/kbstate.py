@@ -91,6 +91,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
+            self.with_vectors.add(file_id)
             if saved:
                 if self.stored_ids is not None:
                     self.stored_ids.add(file_id)

@@ -64,6 +64,8 @@ class KbCore:
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
     # files whose chunk-0 vector this process wrote or found: their stored record needs no check (FileReads)
     with_vectors: set[str] = field(default_factory=set)
+    # until then a write of the previous process may still land: `reconcile` keeps its entries
+    previous_writes_until: float = 0.0
 
     @property
     def loaded(self) -> bool:

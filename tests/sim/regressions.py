@@ -460,6 +460,42 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 4, "medium", 0)]),
         Step([("ingest", 4, "medium", 0)], storage=1.0, kill_after=8),
     ]),
+    # a write the previous process sent (a slow upsert; a probe's; a failed ingest's) was still
+    # in flight at the restart -- the runtime does not cancel a dead plugin's calls -- and landed
+    # after the next process had removed what its journal entry named, entry included: its
+    # vectors stayed for good (seeds 391, 802, 817). Now a dead process's entries are removed only
+    # once its calls can no longer land.
+    "previous-process-upsert-lands-after-its-entry-was-settled-391": History(391, "milvus", [
+        Step([("create_kb", 0)], lost=0.5),
+        Step([("ingest", 0, "small", 0)], storage=0.3),
+        Step([("delete", 0)]),
+        Step([("ingest", 1, "medium", 0)], slow=0.5),
+        Step([("delete", 1)]),
+        Step([("retrieve", 2, "hybrid", "none")], restart=True),
+        Step([("ingest", 6, "small", 0)]),
+    ]),
+    "previous-process-probe-lands-after-its-entry-was-settled-802": History(802, "milvus", [
+        Step([("ingest", 0, "bad", 0)], kill_after=5),
+        Step([("retrieve", 0, "vector", "file")], storage=0.5, slow=1.0),
+        Step([("retrieve", 2, "keyword", "none")], restart=True),
+        Step([("ingest", 2, "small", 0)]),
+    ]),
+    "previous-process-upsert-lands-after-its-entry-was-settled-817": History(817, "milvus", [
+        Step([("create_kb", 0), ("ingest", 0, "medium", 0), ("ingest", 1, "small", 0)], storage=0.3),
+        Step([("retrieve", 0, "keyword", "file")]),
+        Step([("create_kb", 1), ("ingest", 2, "small", 1)], storage=1.0, slow=0.5),
+        Step([("ingest", 4, "medium", 0)], restart=True),
+        Step([("retrieve", 0, "vector", "not-file")]),
+    ]),
+    # (the simulation's own defect) a KB whose storage holds no meta settles its journal entries
+    # at its own first question (its collection may not exist before), and the settle asked it
+    # none: a probe's entry whose write landed late stayed (seed 270)
+    "kb-without-meta-asked-no-question-in-the-settle-270": History(270, "chroma", [
+        Step([("create_kb", 0)], storage=0.5),
+        Step([("create_kb", 1)], storage=1.0),
+        Step([("ingest", 5, "bad", 1)], kill_after=4),
+        Step([("retrieve", 5, "vector", "file")], vectors=0.2, slow=0.5),
+    ]),
 }
 
 OPEN_DEFECTS: dict[str, str] = {}

@@ -56,6 +56,22 @@ def test_a_list_whose_best_stands_out_weighs_more():
     assert hits["v0"].score == pytest.approx(weight * 0.9)
 
 
+def test_a_keyword_list_that_stands_out_never_outweighs_the_vector_list():
+    # "What is hepatitis and how is it transmitted?": the vector list holds many passages on
+    # hepatitis at near-equal cosines; in the keyword list one off-topic passage holds both rare
+    # words, a plateau of passages holds "transmitted" only, and the hepatitis passages hold the
+    # more common "hepatitis" only.
+    on_topic = [Candidate(f"hepatitis{i}", 0.66 - 0.005 * i) for i in range(10)]
+    vector = on_topic + [Candidate(f"other{i}", 0.40) for i in range(10)]
+    keyword = ([Candidate("safe-sex", 1.0)] + [Candidate(f"transmitted{i}", 0.55) for i in range(10)]
+               + [Candidate(f"hepatitis{i}", 0.45) for i in range(10)])
+    fused = fuse(vector, keyword, vector_weight=0.5)
+    hits = by_id(fused)
+    assert hits["hepatitis0"].rank_value == pytest.approx(0.5), "the vector list keeps its half"
+    assert {f.chunk_id for f in fused[:3]} == {"safe-sex", "hepatitis0", "hepatitis1"}
+    assert all(hits[f"hepatitis{i}"].rank_value > hits["transmitted0"].rank_value for i in range(5))
+
+
 def test_confidence_of_lists_of_one_and_many():
     assert fusion._confidence([Candidate("a", 0.3)], {"a": 1.0}) == 0.5
     many = [Candidate(str(i), 0.0) for i in range(12)]

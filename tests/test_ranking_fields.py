@@ -113,14 +113,13 @@ def test_a_title_term_in_every_chunk_counts_less_than_the_body_but_still_tells_f
     assert ranked[0] == "z2" and "k0" not in ranked
 
 
-def test_a_flat_list_counts_less_than_one_whose_best_candidates_stand_out():
+def test_a_flat_keyword_list_counts_less_than_a_vector_list_whose_best_stand_out():
     from lucidrag.retrieval.fusion import Candidate, fuse
 
-    # vector: "x" barely ahead of nine near-equal cosines; keyword: "y" and "x" far above the rest
-    vector = [Candidate("x", 0.90), Candidate("y", 0.89)] + [Candidate(f"v{i}", 0.89) for i in range(8)]
-    vector.append(Candidate("far", 0.80))
-    keyword = [Candidate("y", 0.9, strength=10.0), Candidate("x", 0.8, strength=9.5)]
-    keyword += [Candidate(f"k{i}", 0.1, strength=0.0) for i in range(8)]
+    # keyword: "x" barely ahead of nine near-equal matches; vector: "y" and "x" far above the rest
+    keyword = [Candidate("x", 0.90), Candidate("y", 0.89)] + [Candidate(f"k{i}", 0.89) for i in range(8)]
+    keyword.append(Candidate("far", 0.80))
+    vector = [Candidate("y", 0.9), Candidate("x", 0.85)] + [Candidate(f"v{i}", 0.1) for i in range(8)]
     assert fuse(vector, keyword, 0.5)[0].chunk_id == "y"
 
 

@@ -2,8 +2,8 @@
 
 Ranking is a convex combination of min-max normalised strengths (cosine for vector candidates;
 for keyword candidates, chosen by BM25, the query coverage of the chunk, `by_coverage`), each normalised within its own candidate list for this query; a
-chunk missing from a list gets 0 there; each list's weight is scaled per query by its confidence
-(`_confidence`), and the top is diversified to one passage per file (`diversify`). Every
+chunk missing from a list gets 0 there; the keyword list's weight is lowered per query when it is less confident than the
+vector list (`_confidence`), and the top is diversified to one passage per file (`diversify`). Every
 choice here is measured on four collections in docs/BENCHMARKS.md (score fusion beat weighted
 reciprocal-rank fusion, `bench/lib/rrf.py`, kept for comparison). The reported `score` of a fused hit is the weighted mean of its two absolute
 0–1 scores (cosine similarity; keyword query-term coverage), so a threshold means "this similar,
@@ -39,9 +39,15 @@ DIVERSITY_FLOOR = 0.5
 # SciFact subset +0.004; nDCG@5 at top_k 5 +0.008 / +0.009; 0.25 no better; keyword mode alone
 # loses 0.003-0.006, so it is not used there (docs/BENCHMARKS.md).
 FILE_SUPPORT = 0.1
-# Per-query list confidence: each list's weight is scaled by how clearly its best candidates
-# stand out from the rest of its top CONFIDENCE_DEPTH (min-max normalised): a keyword list where
-# many chunks tie on a shared term, or a vector list of near-equal cosines, counts for less.
+# Per-query list confidence: how clearly each list's best candidates stand out from the rest of
+# its top CONFIDENCE_DEPTH (min-max normalised). It only ever takes weight from the keyword list:
+# a keyword list where many chunks tie on a shared term counts for less when the vector list is
+# clearer, but a keyword list with one standout never outweighs the vector list. A vector list of
+# near-equal cosines is often many passages on the question's topic, and the keyword standout one
+# passage sharing a rare word of a long question ("what is hepatitis and how is it transmitted?":
+# the one chunk holding "transmitted" beside "hepatitis"); letting it take weight from the vector
+# list cost 0.025 / 0.030 nDCG@10 on the FAQ and long-page collections and gained at most 0.006
+# elsewhere (docs/BENCHMARKS.md).
 CONFIDENCE_WEIGHTING = True
 CONFIDENCE_DEPTH = 10
 # Keyword strength in the fusion (hybrid): not raw BM25 but how much of the query the chunk
@@ -93,7 +99,7 @@ def fuse(vector: Sequence[Candidate], keyword: Sequence[Candidate], vector_weigh
     if CONFIDENCE_WEIGHTING and vector and keyword:
         cv, ck = _confidence(vector, vector_norm), _confidence(keyword, keyword_norm)
         if cv + ck > 0.0:
-            vector_weight = vector_weight * cv / (vector_weight * cv + keyword_weight * ck)
+            vector_weight = max(vector_weight, vector_weight * cv / (vector_weight * cv + keyword_weight * ck))
             keyword_weight = 1.0 - vector_weight
     vector_score = {c.chunk_id: c.score for c in vector}
     keyword_score = {c.chunk_id: c.score for c in keyword}

@@ -33,7 +33,12 @@ from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
 from lucidrag.state.kbdelete import KbDeletion
-from lucidrag.state.latewrites import UnansweredStorageWrites, noting_unanswered_writes, storage_writes_may_land
+from lucidrag.state.latewrites import (
+    PREVIOUS_PROCESS_LANDING_S,
+    UnansweredStorageWrites,
+    noting_unanswered_writes,
+    storage_writes_may_land,
+)
 from lucidrag.state.journals import remove_first_write
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
@@ -69,6 +74,7 @@ class Installation:
     query_logs: dict[str, QueryLog] = field(default_factory=dict)  # the console's recent questions per KB
     deleted_kbs: set[str] = field(default_factory=set)  # KBs deleted in this process: no log is kept for them
     unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
+    previous_writes_until: float = 0.0  # a host call of the previous process may land until then
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)
@@ -83,7 +89,7 @@ class Installation:
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
         if state is None:
-            state = self.kbs[kb_id] = KnowledgeBaseState(kb_id)
+            state = self.kbs[kb_id] = KnowledgeBaseState(kb_id, previous_writes_until=self.previous_writes_until)
             if self.snapshot is not None:
                 state.seed(self.snapshot)
         return state
@@ -111,11 +117,13 @@ def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitabl
 class Engine:
     def __init__(self) -> None:
         self.installations: dict[str, Installation] = {}
+        self.started = time.monotonic()
 
     def installation(self, installation_id: str) -> Installation:
         inst = self.installations.get(installation_id)
         if inst is None:
-            inst = self.installations[installation_id] = Installation()
+            inst = self.installations[installation_id] = Installation(
+                previous_writes_until=self.started + PREVIOUS_PROCESS_LANDING_S)
         return inst
 
     def revoke(self, installation_id: str) -> None:

@@ -37,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import lucidrag.base.host  # noqa: E402
+import lucidrag.engine  # noqa: E402
 from lucidrag.index import segindex  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
@@ -62,6 +63,15 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> M
 def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Transient host errors are still retried, without the production back-off delays."""
     monkeypatch.setattr(lucidrag.base.host, "RETRY_DELAYS", (0.0, 0.0, 0.0))
+
+
+@pytest.fixture(autouse=True)
+def previous_process_calls_landed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FakeHost call is done when it returns, and a test that holds one back lets it land
+    before it restarts the plugin: no call of the previous process is in flight after a restart.
+    (tests/sim models the window: its calls land up to twice the SDK's timeout later.)"""
+    if "sim" not in request.path.parts:
+        monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", 0.0)
 
 
 class FakePlugin(FakeHost):

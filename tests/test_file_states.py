@@ -224,6 +224,33 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
         assert "solar" not in await answered_files(restarted(host), SOLAR_QUESTION, mode), mode
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_file_deleted_while_a_query_reads_its_record_is_not_in_that_querys_answer(
+        host: FakePlugin, mode: str):
+    """The delete lands after the query chose its candidates, while it reads their records."""
+    async with a_kb(host, {"solar": SOLAR}, still_indexing=False) as harness:
+        state_of(harness).records.clear()  # (as if evicted from the cache: read from storage)
+        read, release = asyncio.Event(), asyncio.Event()
+        get, first = harness.host.get_plugin_storage, once(is_record_of("solar"))
+
+        async def read_then_wait(key: str) -> bytes:
+            value = await get(key)  # the record as it was before the delete
+            if first(key):
+                read.set()
+                await release.wait()
+            return value
+
+        harness.host.get_plugin_storage = read_then_wait  # type: ignore[method-assign]
+        query = asyncio.ensure_future(
+            harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10}))
+        await until(read, query)
+        try:
+            assert await harness.component.delete_document(KB, "solar") is True
+        finally:
+            release.set()
+        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+
+
 @STILL_INDEXING
 async def test_a_file_whose_reupload_fails_while_a_query_searches_is_not_in_that_querys_answer(
         host: FakePlugin, still_indexing: bool):

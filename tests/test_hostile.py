@@ -185,6 +185,7 @@ def test_one_cell_rows_under_a_very_wide_header_are_not_padded(monkeypatch):
 async def test_a_zip_that_expands_hundreds_of_times_fails_naming_the_ratio_and_leaves_nothing(
         harness: Harness, host, embedded_chars):
     data = h.text_bomb_zip(members=20, chars_per_member=2_000_000)  # 40 M characters from ~140 KB
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     result = await harness.ingest(KB, "reports.zip", data)
     assert result.status == DocumentStatus.FAILED
     assert "more than 100 times its own size" in result.error_message
@@ -210,6 +211,7 @@ async def test_an_archive_past_the_characters_limit_fails_and_says_what_to_do(ha
                                                                              embedded_chars, monkeypatch):
     monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
     members = {f"notes_{n}.txt": h.words_line(30_000, seed=n) for n in range(3)}
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": "embed-model-1"})
     result = await harness.ingest(KB, "notes.zip", samples.zip_bytes(members))
     assert result.status == DocumentStatus.FAILED
     assert result.error_message == (

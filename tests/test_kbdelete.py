@@ -127,5 +127,6 @@ async def test_a_deletion_resumed_after_langbot_dropped_the_kb_makes_one_vector_
     back.host.deleted_kbs = host.deleted_kbs
     calls = record_vector_calls(back.host)
     await back.retrieve("kb-other", "anything")  # the first request of the new process resumes it
-    assert calls == [("filters", ALL_VECTORS)]
+    # (besides the question's own look for kb-other's chunk-0 vectors)
+    assert [c for c in calls if c[0] != "list" or c[1][0] == KB] == [("filters", ALL_VECTORS)]
     assert not any(KB in key for key in host.storage)

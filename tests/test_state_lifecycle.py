@@ -612,7 +612,8 @@ async def test_after_a_restart_records_are_read_from_storage_not_rebuilt_from_ve
     back = restarted(host)
     hit = (await back.retrieve(KB, "PX-7-2 part", settings=KEYWORD)).results[0]
     assert hit.metadata.get("heading") == "Pump manual"
-    assert back.host.calls["vector_list"] == 0, "every record was in plugin storage"
+    # every record was in plugin storage: one look for the files' chunk-0 vectors, no listing of them
+    assert back.host.calls["vector_list"] <= 1
 
 
 async def test_the_metric_and_the_has_vectors_mark_are_stored_once_measured(harness: Harness, host):

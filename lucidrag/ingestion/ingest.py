@@ -46,6 +46,7 @@ from lucidrag.vectors.scoring import calibrate
 logger = logging.getLogger(__name__)
 
 UPSERT_BATCH = 100
+REMOVAL_ATTEMPTS = 3  # deletes of a failed upload's earlier version where storage refused to note it
 # A file of two chunks or more also gets a document vector: its name and opening, this many
 # characters (most embedding models read 256-512 tokens of it), so that retrieval can weigh what the
 # whole file is about beside each passage (retrieval/fusion.py, DOCUMENT_WEIGHT).
@@ -113,11 +114,10 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             # upsert), then write the new vectors. Not in a collection that may not exist (a
             # delete would make Milvus create it with dimension 1536): a KB that never had a
             # vector has no earlier version, and one unknown is probed first.
-            if await state.is_stored(store, request.document_id):
+            replaces = await state.is_stored(store, request.document_id)
+            if replaces:
                 async with state.writes.write():
-                    opened = await state.open_collection(host, request.collection_id, dim)
-                if opened:
-                    await _delete_previous_version(host, request)
+                    replaces = await state.open_collection(host, request.collection_id, dim)
             async with state.writes.write():
                 begun = True
                 if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
@@ -126,13 +126,15 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                         "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
                         "keep track of it. Nothing was kept; upload the file again."
                     )
+            if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
+                await _delete_previous_version(host, request)
             await _write_vectors(host, state, store, request, record, vectors, opening)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
         if begun:
             await _abandon(host, state, store, request, deadlines, dim)
         elif isinstance(error, Exception) and not isinstance(error, (GateClosed, KnowledgeBaseDeleted)):
-            await _forget_previous_version(host, state, store, request, deadlines)
+            await _forget_previous_version(host, state, embedder, store, request, deadlines, dim)
         failure = _failure(error, state, deadlines, timed_out, vectors_written=begun)
         if failure is error:
             raise
@@ -246,24 +248,59 @@ async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
         return (None if record.file_id not in state.in_flight else error), True
 
 
-async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, store: KbStore,
-                                   request: IngestRequest, deadlines: IngestDeadlines) -> None:
+async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, store: KbStore,
+                                   request: IngestRequest, deadlines: IngestDeadlines, dim: int | None) -> None:
     """An upload of a document id failed before writing anything: LangBot shows the file as
-    failed, so an earlier version of it (the same id uploaded before) is no answer any more either.
-    Best effort within `deadlines.rollback`; a failure leaves it to a later delete."""
-    if state.writes.closed or not state.has_committed(request.document_id):
+    failed, so an earlier version of it (the same id uploaded before, or maybe: this process
+    cannot tell) is no answer any more either. Its vectors go even where plugin storage refuses
+    to note it: a record that outlives them is no answer after a restart either (FileReads),
+    while nothing else would tell that process this upload failed. Best effort within
+    `deadlines.rollback`; a failure leaves it to a later delete."""
+    if state.writes.closed or not state.may_have_committed(request.document_id):
         return
     with until(deadlines.rollback):
+        remove: Callable[[], Awaitable[object]] | None = None
         try:
-            if await state.delete_file(store, request.document_id, lambda: with_retries(
-                    lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))):
+            remove = await _version_remover(host, state, embedder, request, dim)
+            if await state.delete_file(store, request.document_id, remove):
                 return
             reason = "plugin storage refused it"
         except Exception as error:  # noqa: BLE001 - logged for the operator
-            reason = describe(error)
+            remove, reason = None, describe(error)
         logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
                        "it is no answer and is removed later", request.kb_id, request.document_id, reason)
-        await state.abort_ingest(store, request.document_id, vectors_removed=False)
+        await state.abort_ingest(store, request.document_id, vectors_removed=False)  # `reconcile` removes it
+        # Storage refused: the vectors go now all the same, as this may be the last chance (a
+        # restart knows nothing of this failure).
+        if remove is not None:
+            await _removed_with_attempts(remove, request)
+
+
+async def _removed_with_attempts(remove: Callable[[], Awaitable[object]], request: IngestRequest) -> None:
+    for attempt in range(REMOVAL_ATTEMPTS):
+        try:
+            await remove()
+            return
+        except Exception as error:  # noqa: BLE001 - `reconcile` tries again
+            if attempt == REMOVAL_ATTEMPTS - 1 or remaining() <= 0:
+                logger.warning("kb=%s doc=%s: the earlier version's vectors could not be removed now (%s)",
+                               request.kb_id, request.document_id, describe(error))
+                return
+
+
+async def _version_remover(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
+                           dim: int | None) -> Callable[[], Awaitable[object]]:
+    """What deletes every vector of the document: a delete by file id, or -- while the KB's
+    collection may not exist (a delete would make Milvus create it with dimension 1536) -- a
+    vector of the model's dimension written first (`remove_first_write`; the dimension is learnt
+    from one embedding if the upload got no further)."""
+    if not state.fresh:
+        return lambda: with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+    if dim is None:
+        probe = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, [request.document_id])
+        dim = int(probe.shape[1])
+    known = dim
+    return lambda: state.remove_first_write(host, request.collection_id, request.document_id, known)
 
 
 async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

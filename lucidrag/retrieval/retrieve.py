@@ -163,8 +163,11 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
 
     head = ranked[: max(settings.top_k * 4, RERANK_CAP if settings.rerank_model_uuid else 0, 20)]
     if settings.rerank_model_uuid:
-        return in_score_order(await _reranked_hits(host, state, request, head, found))
-    return in_score_order(await _hits(host, state, request, head, found))
+        hits = await _reranked_hits(host, state, request, head, found)
+    else:
+        hits = await _hits(host, state, request, head, found)
+    unsettled = state.unsettled  # a file may have stopped being an answer while this query ran (failed, deleted)
+    return in_score_order([h for h in hits if h.chunk.file_id not in unsettled])
 
 
 def in_score_order(hits: list[Hit]) -> list[Hit]:

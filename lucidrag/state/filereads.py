@@ -1,5 +1,10 @@
 """A KB's file records as results need them: cached, else from plugin storage, else rebuilt from
 the file's vectors (then saved back); and chunks learnt from vector hits without a record.
+
+The vector DB is the truth: a stored record whose file has no chunk-0 vector (written last by an
+ingest, its completion mark) is what an earlier version left when plugin storage refused its
+removal (a re-upload removed its vectors, or a failed re-upload did, and the process restarted
+before the record could go). Such a record is no answer, and the file is removed (ABORTED).
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from lucidrag.state.kbcore import LOAD_CONCURRENCY, KbCore, decode_records
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
 from lucidrag.state.store import KbStore, run_bounded
-from lucidrag.vectors.vectorscan import file_vectors
+from lucidrag.vectors.vectorscan import file_vectors, stored_ids
 
 logger = logging.getLogger(__name__)
+
+# states of a file whose stored record makes it an answer (None: unknown here, a record names it)
+_ANSWERED_BY_RECORD = (None, FileState.COMMITTED, FileState.TO_INDEX, FileState.UNRECORDED)
 
 
 class FileReads(KbCore):
@@ -38,11 +46,17 @@ class FileReads(KbCore):
         store = KbStore(host, self.kb_id)
         blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
         stored = {r.file_id: r for r in await run_blocking(decode_records, self.kb_id, list(zip(missing, blobs)))}
+        vectorless: set[str] = set()
         if self.repair.trust_records:
+            vectorless = await self._without_vectors(host, collection_id, list(stored))
             for record in stored.values():
-                self.records.put(record)
-                out[record.file_id] = record
-        lost = [f for f in missing if f not in out and f not in self.unsettled and self.may_know(f)]
+                if record.file_id not in vectorless:
+                    self.records.put(record)
+                    out[record.file_id] = record
+            if vectorless:
+                await self._remove_vectorless(host, collection_id, vectorless)
+        lost = [f for f in missing if f not in out and f not in vectorless and f not in self.unsettled
+                and self.may_know(f)]
         if lost and not self.fresh:
             for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f)
                                              for f in lost], LOAD_CONCURRENCY):
@@ -71,6 +85,36 @@ class FileReads(KbCore):
                         self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
+    async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str]:
+        """Those of these files whose chunk-0 vector the vector DB lacks; none if it cannot be
+        asked (or may not be touched yet: `fresh`)."""
+        first = {chunk_uuid(f, 0): f for f in file_ids if f not in self.with_vectors}
+        if self.fresh or not first:
+            return set()
+        try:
+            present = await with_retries(lambda: stored_ids(host, collection_id, list(first)))
+        except Exception as error:  # noqa: BLE001 - unknown: the records are answered as stored
+            logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s)",
+                           self.kb_id, len(file_ids), describe(error))
+            return set()
+        self.with_vectors.update(f for chunk_id, f in first.items() if chunk_id in present)
+        return {f for chunk_id, f in first.items() if chunk_id not in present}
+
+    async def _remove_vectorless(self, host: HostApi, collection_id: str, file_ids: set[str]) -> None:
+        """Committed files whose record outlived their vectors become ABORTED: no answer, and
+        `reconcile` removes the record. Asked again under the KB's lock, as a re-upload of the
+        file may have committed since (a change under way: a later read settles it)."""
+        if self.lock.locked():
+            return
+        async with self.lock:
+            committed = sorted(f for f in file_ids if self.files.state(f) in _ANSWERED_BY_RECORD)
+            for file_id in await self._without_vectors(host, collection_id, committed):
+                if self.files.state(file_id) in _ANSWERED_BY_RECORD:
+                    self.files.move(file_id, FileState.ABORTED, failed=True)
+                    self.records.drop(file_id)
+                    logger.warning("kb=%s doc=%s: its record outlived its vectors (an earlier version whose "
+                                   "removal storage refused); it is removed", self.kb_id, file_id)
+
     async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
         """The file's record rebuilt from its vectors, if they are all there: an ingest writes the
         batch with chunk 0 last (`ingest.upsert_order`), so vectors without chunk 0 are what an
@@ -97,6 +141,8 @@ class FileReads(KbCore):
                                self.kb_id, file_id, len(items))
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
+        if record.chunks:
+            self.with_vectors.add(file_id)
         return record if record.chunks else None
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:

@@ -78,6 +78,8 @@ class JournalSettling(KbCore):
                     self._settled_elsewhere(file_id)  # committed, or nothing of it was ever written
                     await self._clear_journal(store, file_id)
                     continue
+                if self._previous_writes_may_land():
+                    continue
                 if entry.dim is None:
                     await self.delete_file(store, file_id)  # JOURNALLED -> DELETED
                     continue
@@ -111,7 +113,7 @@ class JournalSettling(KbCore):
                     # else the entry is all that names the file: `flush` clears it with the record
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
-            else:
+            elif not self._previous_writes_may_land():
                 if items:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                 # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
@@ -119,6 +121,12 @@ class JournalSettling(KbCore):
                 if items or entry.chunks:
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
+
+    def _previous_writes_may_land(self) -> bool:
+        """Whether a write of the process that left a journal entry may still land (an upsert
+        LangBot carries on with after a restart): what it names is removed only after that
+        (JOURNALLED meanwhile: no answer), as a write landing later would stay for good."""
+        return time.monotonic() < self.previous_writes_until
 
     def _settled_elsewhere(self, file_id: str) -> None:
         """JOURNALLED -> COMMITTED (TO_INDEX while the index lacks it) if storage has its record

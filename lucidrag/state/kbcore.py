@@ -62,6 +62,10 @@ class KbCore:
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
+    # files whose chunk-0 vector this process wrote or found: their stored record needs no check (FileReads)
+    with_vectors: set[str] = field(default_factory=set)
+    # until then a write of the previous process may still land: `reconcile` keeps its entries
+    previous_writes_until: float = 0.0
 
     @property
     def loaded(self) -> bool:
@@ -163,6 +167,16 @@ class KbCore:
         return not self.fresh and (self.files.state(file_id) in _COMMITTED or file_id in self.index
                                    or self.files.record_stored(file_id))
 
+    def may_have_committed(self, file_id: str) -> bool:
+        """`has_committed`, or this process cannot tell: the KB may have had vectors and plugin
+        storage could not be listed, or holds nothing of the KB (its files are in the vector DB
+        alone) while they are still being found there."""
+        if self.has_committed(file_id):
+            return True
+        return not self.never_had_vectors and (
+            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
+            or (self._storage_is_empty() and (self.repair.finding_files or not self.loaded)))
+
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
                           record_sent: bool = False, failed: bool = False) -> bool:
@@ -209,6 +223,7 @@ class KbCore:
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
+            self.with_vectors.discard(file_id)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.repair.forget_file(file_id)

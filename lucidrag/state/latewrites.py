@@ -29,6 +29,11 @@ T = TypeVar("T")
 # How long after the plugin gave up on a plugin-storage write LangBot may still do it: the SDK
 # gives up after 15 s, while LangBot's task carries on behind a slow database.
 STORAGE_LANDING_S = 60.0
+# How long after a restart a host call of the previous process may still land: the runtime does not
+# cancel a dead plugin's calls (its PluginConnectionHandler does not cancel action tasks when the
+# connection closes) and LangBot's task carries on behind a slow vector DB; twice the SDK's longest
+# call timeout (60 s, an upsert).
+PREVIOUS_PROCESS_LANDING_S = 120.0
 
 
 def answer_lost(error: BaseException) -> bool:

@@ -61,6 +61,16 @@ async def _read_on_by_index(host: HostApi, collection_id: str, chunk_id_at: Call
             return out  # a whole page of ids past the file's last chunk
 
 
+async def stored_ids(host: HostApi, collection_id: str, ids: Sequence[str]) -> set[str]:
+    """Which of these vector ids the collection holds, LIST_PAGE ids per call (`uuid $in`)."""
+    found: set[str] = set()
+    for start in range(0, len(ids), LIST_PAGE):
+        batch = list(ids[start : start + LIST_PAGE])
+        page = await host.vector_list(collection_id, filters={"uuid": {"$in": batch}}, limit=LIST_PAGE, offset=0)
+        found.update(str(i.get("id")) for i in (page or {}).get("items") or [])
+    return found
+
+
 def file_ids_of(items) -> set[str]:
     return {str(f) for f in ((i.get("metadata") or {}).get("file_id") for i in items) if f}
 

@@ -42,7 +42,8 @@ and land later (`slow`), kill -9 after a number of host calls (the call that kil
 have reached the host), restarts. Time is virtual (tests/sim/world.py), so deadlines and hook
 timeouts fire as in production.
 The settle: healthy host (but for writes that always fail), every call still in flight lands, a
-restart (a new process over the same host), the deletes that returned False done again (the
+restart (a new process over the same host) and time for the previous process's calls to land
+(lucidrag.state.latewrites.PREVIOUS_PROCESS_LANDING_S), the deletes that returned False done again (the
 operator retries them), a few hooks on one KB, then every KB's files looked for.
 """
 
@@ -67,6 +68,7 @@ from components.knowledge_engine.lucid_rag import LucidRag
 from lucidrag.base.budget import HOOK_TIMEOUT_S
 from lucidrag.console import Console, ConsoleError
 from lucidrag.index.segindex import SegmentIndex
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S
 from lucidrag.state.storage_keys import group_keys, index_manifest_key, keys_of_kb, kb_prefix, meta_key
 from tests.fakes import ingestion_context
 from tests.sim.documents import (
@@ -522,6 +524,8 @@ class Runner:
             await self._settle_hooks()
         self.process.kill()
         self.process = self._new_process()
+        # the operator comes back later: no call of the previous process can land any more
+        await asyncio.sleep(PREVIOUS_PROCESS_LANDING_S)
         for n, doc in sorted(self.book.docs.items()):
             if doc.status == "delete-failed":  # LangBot kept the file; the operator deletes it again
                 if self.history.writes_fail:
@@ -533,6 +537,9 @@ class Runner:
                     raise HistoryFailed(Violation("raised", f"deleting {doc_id(n)} on a healthy host failed"))
         self._check_upkeep(await self._settle_hooks())
         for k in self.book.live_kbs():
+            # its own first question opens a collection that may not exist (a KB whose storage holds
+            # no meta), and its entries are settled then (`_check_upkeep`)
+            await self._retrieve(NO_DOC, "hybrid", "none", k=k)
             completed = sorted(n for n, d in self.book.docs.items() if d.kb == k and d.status == "completed")
             gone = sorted(n for n, d in self.book.docs.items() if d.kb == k and doc_id(n) in self.book.gone())
             for n in completed:

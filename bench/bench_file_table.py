@@ -6,7 +6,8 @@
 
 Measured with tracemalloc, the file ids made beforehand (the keyword index and the records hold
 them anyway): the bytes the table allocates per COMMITTED file whose record is stored, reached the
-two ways a KB gets there (a restart's storage listing, and commits in this process), and per file
+two ways a KB gets there (a restart's storage listing, and commits in this process, which also
+wrote its complete vectors), and per file
 in a state of its own. A set of the same ids is printed for reference (a per-file set is the
 cheapest other way to keep one fact per file). Then the time a load's listing of them takes.
 """
@@ -51,6 +52,7 @@ def committed(ids: list[str]) -> FileTable:
         table.move(file_id, FileState.INGESTING)
         table.committed(file_id)
         table.record_saved(file_id)
+        table.vectors_complete(file_id)
     return table
 
 

@@ -566,3 +566,37 @@ async def test_an_adopted_upload_whose_journal_entry_outlived_the_index_write_lo
     await back.retrieve(KB, "tea")
     assert journal_key(KB, "solar") not in host.storage
     assert not state_of(back).needs_upkeep()
+
+
+def completeness_reads(harness: Harness) -> list[int]:
+    """Counts the vector DB reads of chunk-0 vectors by id (whether files' vectors are complete)."""
+    reads, real = [0], harness.host.vector_list
+
+    async def vector_list(*args: Any, filters: Any = None, **kwargs: Any) -> Any:
+        if filters and "uuid" in filters:
+            reads[0] += 1
+        return await real(*args, filters=filters, **kwargs)
+
+    harness.host.vector_list = vector_list  # type: ignore[method-assign]
+    return reads
+
+
+async def test_a_file_whose_complete_vectors_this_process_knows_is_read_without_asking_the_vector_db(
+        host: FakePlugin):
+    """A stored record is an answer only while its file's chunk-0 vector is stored; a file this
+    process committed, or found complete once, is not asked about again."""
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    reads = completeness_reads(harness)
+    state_of(harness).records.clear()
+    assert (await answered_files(harness, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads == [0], "committed here: its vectors are complete"
+    back = restarted(host)
+    reads = completeness_reads(back)
+    assert (await answered_files(back, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads[0] > 0, "a restarted process asks"
+    state_of(back).records.clear()
+    asked = reads[0]
+    assert (await answered_files(back, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads[0] == asked, "found complete: not asked again"

@@ -139,16 +139,18 @@ def test_what_storage_holds_of_a_file_outlives_its_moves_and_its_forgetting():
     table.record_saved("f")
     table.journal_left("f")
     table.unanswered("f", 8)
+    table.vectors_complete("f")
     table.move("f", FileState.INGESTING)
     table.forget("f")
     assert table.state("f") is None
     assert table.record_stored("f") and list(table.journals_to_delete()) == ["f"]
-    assert table.may_land("f") and table.late_write_dim("f") == 8
+    assert table.may_land("f") and table.late_write_dim("f") == 8 and table.has_complete_vectors("f")
     table.record_deleted("f")
     table.journal_deleted("f")
     table.left_to_next_process("f")
+    table.vectors_deleted("f")
     assert not table.record_stored("f") and not table.journals_to_delete() and not table.may_land("f")
-    assert table.no_stored_record()
+    assert not table.has_complete_vectors("f") and table.no_stored_record()
 
 
 def test_committed_files_have_no_view_of_their_own():

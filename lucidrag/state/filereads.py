@@ -88,7 +88,7 @@ class FileReads(KbCore):
     async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str]:
         """Those of these files whose chunk-0 vector the vector DB lacks; none if it cannot be
         asked (or may not be touched yet: `fresh`)."""
-        first = {chunk_uuid(f, 0): f for f in file_ids if f not in self.with_vectors}
+        first = {chunk_uuid(f, 0): f for f in file_ids if not self.files.has_complete_vectors(f)}
         if self.fresh or not first:
             return set()
         try:
@@ -97,7 +97,9 @@ class FileReads(KbCore):
             logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s)",
                            self.kb_id, len(file_ids), describe(error))
             return set()
-        self.with_vectors.update(f for chunk_id, f in first.items() if chunk_id in present)
+        for chunk_id, file_id in first.items():
+            if chunk_id in present:
+                self.files.vectors_complete(file_id)
         return {f for chunk_id, f in first.items() if chunk_id not in present}
 
     async def _remove_vectorless(self, host: HostApi, collection_id: str, file_ids: set[str]) -> None:
@@ -142,7 +144,7 @@ class FileReads(KbCore):
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
         if record.chunks:
-            self.with_vectors.add(file_id)
+            self.files.vectors_complete(file_id)
         return record if record.chunks else None
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:

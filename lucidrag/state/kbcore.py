@@ -62,8 +62,6 @@ class KbCore:
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
-    # files whose chunk-0 vector this process wrote or found: their stored record needs no check (FileReads)
-    with_vectors: set[str] = field(default_factory=set)
     # until then a write of the previous process may still land: `reconcile` keeps its entries
     previous_writes_until: float = 0.0
 
@@ -223,7 +221,7 @@ class KbCore:
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
-            self.with_vectors.discard(file_id)
+            self.files.vectors_deleted(file_id)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.repair.forget_file(file_id)

@@ -91,7 +91,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
-            self.with_vectors.add(file_id)
+            self.files.vectors_complete(file_id)
             if saved:
                 self.files.record_saved(file_id)
                 self.files.committed(file_id)

@@ -6,11 +6,12 @@ not know (never seen, or forgotten). `KnowledgeBaseState` moves files between st
 per transition (docs/DESIGN.md, "The file lifecycle", draws them). What each state has durable in
 plugin storage is in its comment.
 
-Beside the state, the table holds what storage and the host may still do with a file's keys,
-which outlives a move: whether its record is stored (once the KB's keys were listed), whether its
-journal key is still to delete, and whether a write of it may still land. A KB may hold 100k+
-COMMITTED files, so a file costs one dict entry whose value is a small int (state and "record
-stored" in one code); the rest is kept only for the few files it applies to.
+Beside the state, the table holds what storage, the vector DB and the host may still do with a
+file's keys, which outlives a move: whether its record is stored (once the KB's keys were listed),
+whether its chunk-0 vector (written last: its vectors are complete) was written or found, whether
+its journal key is still to delete, and whether a write of it may still land. A KB may hold 100k+
+COMMITTED files, so a file costs one dict entry whose value is a small int (state, "record stored"
+and "vectors complete" in one code); the rest is kept only for the few files it applies to.
 """
 
 from __future__ import annotations
@@ -63,11 +64,12 @@ MAY_HAVE_VECTORS = (FileState.COMMITTED, FileState.INGESTING, FileState.JOURNALL
                     FileState.UNSAVED, FileState.TO_INDEX, FileState.UNRECORDED, FileState.DELETING,
                     FileState.TOMBSTONED)
 
-# A file's entry: its state's number (0: none known) plus RECORD_STORED.
+# A file's entry: its state's number (0: none known) plus RECORD_STORED and VECTORS_COMPLETE.
 _STATES: tuple[FileState, ...] = tuple(FileState)
 _CODE = {state: n for n, state in enumerate(_STATES, start=1)}
 _STATE_BITS = 0x0F
 _RECORD_STORED = 0x10
+_VECTORS_COMPLETE = 0x20
 
 
 @dataclass
@@ -233,17 +235,30 @@ class FileTable:
 
     def record_saved(self, file_id: str) -> None:
         if self._listed:  # else the listing, once taken, says so
-            self._mark_stored(file_id, True)
+            self._set_bit(file_id, _RECORD_STORED, True)
 
     def record_deleted(self, file_id: str) -> None:
-        self._mark_stored(file_id, False)
+        self._set_bit(file_id, _RECORD_STORED, False)
 
-    def _mark_stored(self, file_id: str, stored: bool) -> None:
+    # ------------------------------------------------------------------ complete vectors
+    def vectors_complete(self, file_id: str) -> None:
+        """The file's chunk-0 vector was written (a commit) or found: its vectors are complete."""
+        self._set_bit(file_id, _VECTORS_COMPLETE, True)
+
+    def vectors_deleted(self, file_id: str) -> None:
+        self._set_bit(file_id, _VECTORS_COMPLETE, False)
+
+    def has_complete_vectors(self, file_id: str) -> bool:
+        """Whether this process wrote or found the file's chunk-0 vector since its last delete."""
+        return bool(self._code.get(file_id, 0) & _VECTORS_COMPLETE)
+
+    def _set_bit(self, file_id: str, bit: int, on: bool) -> None:
         code = self._code.get(file_id, 0)
-        if bool(code & _RECORD_STORED) == stored:
+        if bool(code & bit) == on:
             return
-        self._stored += 1 if stored else -1
-        code ^= _RECORD_STORED
+        if bit == _RECORD_STORED:
+            self._stored += 1 if on else -1
+        code ^= bit
         if code:
             self._code[file_id] = code
         else:

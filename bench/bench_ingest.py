@@ -51,6 +51,7 @@ async def measure() -> None:
     host = FakePlugin()
     harness = Harness(host)
     data = two_hundred_chunk_document()
+    await harness.create(KB)
 
     def snapshot() -> Counter[str]:
         return Counter(host.calls)

@@ -76,6 +76,7 @@ async def bench(pages: int, delete_at: float) -> None:
     harness = Harness(FakePlugin())
     deletable = None
     for kb in (UPLOADING, OTHER):
+        await harness.create(kb)
         for name, data in (("parts.txt", long_text(120)), ("solar.txt", SOLAR), ("tea.txt", TEA)):
             result = await harness.ingest(kb, name, data)
             if kb == UPLOADING and name == "tea.txt":

@@ -293,6 +293,7 @@ class Bench:
         t0 = time.perf_counter()
         total = 0
         calls_before = Counter(self.host.calls)
+        await self.harness.create(kb, creation)
         for i, (doc_id, (title, text)) in enumerate(corpus.items()):
             body = file_body(title, text, file_ext)
             result = await self.harness.ingest(kb, doc_file_name(doc_id, file_ext), body.encode("utf-8"), settings=creation,
@@ -763,6 +764,7 @@ def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
         async def go() -> None:
             t0 = time.perf_counter()
             n = 0
+            await harness.create("scale", creation)
             for fid, chunks in files.items():
                 body = "".join(text for _, text in chunks)  # 20 × 400 chars → 20 fixed chunks
                 result = await harness.ingest("scale", f"{fid}.txt", body.encode(), settings=creation, document_id=fid)

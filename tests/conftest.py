@@ -125,6 +125,10 @@ class Harness:
             with blocking_work_scope(self.workspace):
                 return await hook(*args)
 
+    async def create(self, kb_id: str, settings: dict[str, Any] | None = None) -> None:
+        """The KB's creation hook, as LangBot calls it before the KB's first upload."""
+        await self.component.on_knowledge_base_create(kb_id, {"embedding_model_uuid": MODEL, **(settings or {})})
+
     async def ingest(self, kb_id: str, name: str, data: bytes, settings: dict[str, Any] | None = None,
                      document_id: str | None = None, mime_type: str = "", parsed: Any = None):
         document_id = document_id or str(uuid.uuid4())

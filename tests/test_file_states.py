@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
-from lucidrag.state.storage_keys import file_record_key, index_manifest_key
+from lucidrag.state.lifecycle import FileState
+from lucidrag.state.storage_keys import file_record_key, index_manifest_key, journal_key
 from tests import test_state_runtime
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import ActionCallTimeoutError
+from tests.test_late_writes import answer_lost_once
 from tests.test_state_runtime import crash_during_upsert, long_text, restarted
 
 KB = "kb-states"
@@ -427,3 +429,174 @@ async def test_a_delete_whose_vector_delete_lost_its_answer_is_answered_by_nothi
     for mode in MODES:
         assert solar.document_id not in await answered_files(back, SOLAR_QUESTION, mode), mode
 
+
+
+# --------------------------------------------------------------------------- the table names every state
+@pytest.mark.usefixtures("persist_every_segment")
+async def test_the_table_names_every_files_state_and_knows_no_state_only_for_a_file_it_never_saw(
+        harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    assert await harness.component.delete_document(KB, "solar") is True
+    host.fail("vector_upsert")
+    assert (await harness.ingest(KB, "parts.txt", long_text(3), document_id="parts")).status == DocumentStatus.FAILED
+    host.faults.clear()
+    files = state_of(harness).files
+    assert [files.state(f) for f in ("tea", "solar", "parts", "never")] == [
+        FileState.COMMITTED, FileState.DELETED, FileState.FAILED, None]
+    assert files.record_stored("tea") and not files.record_stored("solar")
+    back = restarted(host)
+    await back.retrieve(KB, "tea")
+    assert state_of(back).files.state("tea") is FileState.COMMITTED and state_of(back).files.record_stored("tea")
+    assert state_of(back).files.state("solar") is None, "a new process never saw it"
+    unlisted = restarted(host)
+    unlisted.host.fail("get_plugin_storage_keys")
+    await unlisted.retrieve(KB, "tea")
+    assert state_of(unlisted).files.state("tea") is FileState.COMMITTED, "the index snapshot names it"
+
+
+def _record_and_vectors_unreadable(harness: Harness, file_id: str) -> None:
+    harness.host.fail("get_plugin_storage", when=is_record_of(file_id))
+    harness.host.fail("vector_list", when=lambda filters=None, **_: bool(filters))  # nor rebuilt from its vectors
+
+
+@pytest.mark.usefixtures("persist_every_segment")
+@pytest.mark.parametrize("restart", ["same-process", "restart-without-listing"])
+async def test_a_completed_file_whose_record_cannot_be_read_is_answered_from_its_vectors(
+        harness: Harness, host: FakePlugin, restart: str):
+    """A COMMITTED file's vector hits are answers with their text even while its record cannot be
+    read (the hit's metadata carries it): the file's state says it committed, in the process that
+    uploaded it and in one that learnt it from the index snapshot alone."""
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    asking = harness
+    if restart == "same-process":
+        state_of(harness).records.clear()
+    else:
+        asking = restarted(host)
+        asking.host.fail("get_plugin_storage_keys")
+        await asking.retrieve(KB, "tea", settings={"search_mode": "keyword"})  # loaded; no listing
+    _record_and_vectors_unreadable(asking, "solar")
+    response = await asking.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": "vector", "top_k": 10})
+    solar = [e for e in response.results if e.metadata["file_id"] == "solar"]
+    assert solar and "42 kilowatts" in solar[0].content[0].text
+
+
+async def test_uploading_a_committed_file_again_asks_storage_nothing_about_it(host: FakePlugin):
+    """A file this process committed may have vectors: its re-upload deletes them first without
+    listing storage (which here fails: the listing would not tell)."""
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    back = restarted(host)
+    back.host.fail("get_plugin_storage_keys")
+    parts = await back.ingest(KB, "parts.txt", long_text(40), document_id="parts",
+                              settings={"chunk_size": 128, "chunk_overlap": 0})
+    assert parts.status == DocumentStatus.COMPLETED and len(host.vectors_of(KB, "parts")) > 1
+    listings = back.host.calls["get_plugin_storage_keys"]
+    await back.retrieve(KB, "tea")
+    per_request = back.host.calls["get_plugin_storage_keys"] - listings  # the installation's own, until one works
+    listings += per_request
+    again = await back.ingest(KB, "parts.txt", long_text(1), document_id="parts",
+                              settings={"chunk_size": 128, "chunk_overlap": 0})
+    assert again.status == DocumentStatus.COMPLETED
+    assert back.host.calls["get_plugin_storage_keys"] == listings + per_request
+    assert len(host.vectors_of(KB, "parts")) == 1, "the earlier version's chunks went first"
+
+
+async def test_a_file_whose_deletion_a_later_request_finished_is_new_to_its_next_upload(
+        harness: Harness, host: FakePlugin):
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    host.fail("delete_plugin_storage", when=is_record_of("solar"))
+    assert await harness.component.delete_document(KB, "solar") is True  # its tombstone is durable
+    assert state_of(harness).files.state("solar") is FileState.DELETING
+    host.faults.clear()
+    await harness.retrieve(KB, "tea")  # a later request deletes the record
+    assert state_of(harness).files.state("solar") is FileState.DELETED
+    deletes = host.calls["vector_delete"]
+    assert (await harness.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert host.calls["vector_delete"] == deletes, "nothing of it is left to delete first"
+
+
+@pytest.mark.parametrize("storage_failed", [False, True], ids=["deleted", "deletion-finished-later"])
+async def test_a_late_write_left_to_the_next_process_does_not_follow_the_files_next_upload(
+        host: FakePlugin, storage_failed: bool):
+    """An upsert of the file lost its answer, and its deletion left the journal entry "0 chunks" to
+    the next process (TOMBSTONED; at once, or once a later request could delete the record).
+    Uploaded again and deleted again, nothing of it may land any more: the deletion is complete,
+    no entry is left."""
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    landings = answer_lost_once(host, "solar")
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    if storage_failed:  # the entry does not take (the record's delete does)
+        host.fail("set_plugin_storage", when=lambda key, **_: key == journal_key(KB, "solar"))
+    assert await harness.component.delete_document(KB, "solar") is True
+    if storage_failed:
+        assert state_of(harness).files.state("solar") is FileState.DELETING
+        host.faults.clear()
+        await harness.retrieve(KB, "tea")  # a later request writes the entry
+    assert state_of(harness).files.state("solar") is FileState.TOMBSTONED
+    await landings[0]()
+    assert (await harness.ingest(KB, "solar.txt", NEW_SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert await harness.component.delete_document(KB, "solar") is True
+    assert state_of(harness).files.state("solar") is FileState.DELETED
+    assert journal_key(KB, "solar") not in host.storage
+
+
+@pytest.mark.usefixtures("persist_every_segment")
+async def test_an_adopted_upload_whose_journal_entry_outlived_the_index_write_loses_it_later(
+        harness: Harness, host: FakePlugin):
+    """A restart adopts an upload that wrote every vector before a crash; the index snapshot's write
+    fails, so its journal entry stays (the snapshot does not name it yet), and goes once a later
+    request writes the snapshot."""
+    from lucidrag.state.store import JournalEntry, KbStore
+
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    solar = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    for key in [k for k in host.storage if is_record_of("solar")(k)]:  # the crash came before its record
+        del host.storage[key]
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("solar", solar.chunks_created))
+    back = restarted(host)
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)
+    await back.retrieve(KB, "tea")  # adopted: its record is saved, the snapshot is not
+    assert state_of(back).files.state("solar") is FileState.COMMITTED
+    assert journal_key(KB, "solar") in host.storage
+    back.host.faults.clear()
+    await back.retrieve(KB, "tea")
+    assert journal_key(KB, "solar") not in host.storage
+    assert not state_of(back).needs_upkeep()
+
+
+def completeness_reads(harness: Harness) -> list[int]:
+    """Counts the vector DB reads of chunk-0 vectors by id (whether files' vectors are complete)."""
+    reads, real = [0], harness.host.vector_list
+
+    async def vector_list(*args: Any, filters: Any = None, **kwargs: Any) -> Any:
+        if filters and "uuid" in filters:
+            reads[0] += 1
+        return await real(*args, filters=filters, **kwargs)
+
+    harness.host.vector_list = vector_list  # type: ignore[method-assign]
+    return reads
+
+
+async def test_a_file_whose_complete_vectors_this_process_knows_is_read_without_asking_the_vector_db(
+        host: FakePlugin):
+    """A stored record is an answer only while its file's chunk-0 vector is stored; a file this
+    process committed, or found complete once, is not asked about again."""
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    reads = completeness_reads(harness)
+    state_of(harness).records.clear()
+    assert (await answered_files(harness, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads == [0], "committed here: its vectors are complete"
+    back = restarted(host)
+    reads = completeness_reads(back)
+    assert (await answered_files(back, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads[0] > 0, "a restarted process asks"
+    state_of(back).records.clear()
+    asked = reads[0]
+    assert (await answered_files(back, SOLAR_QUESTION, "keyword"))[0] == "solar"
+    assert reads[0] == asked, "found complete: not asked again"

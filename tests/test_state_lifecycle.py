@@ -50,7 +50,7 @@ async def test_a_deleted_file_leaves_no_trace_in_the_state(harness: Harness, hos
     assert await harness.component.delete_document(KB, solar.document_id)
     assert state.records.get(solar.document_id) is None, "the record cache still holds the deleted file"
     assert solar.document_id not in state.known_files()
-    assert solar.document_id not in (state.stored_ids or set())
+    assert not state.files.record_stored(solar.document_id)
     assert record_keys(host, solar.document_id) == []
     assert not state.needs_upkeep()
 
@@ -749,7 +749,7 @@ async def test_an_upload_after_a_failed_storage_listing_learns_which_files_exist
     back = restarted(host)
     back.host.fail("get_plugin_storage_keys")
     await back.retrieve(KB, "tea")  # the load could not list storage
-    assert state_of(back).stored_ids is None
+    assert not state_of(back).files.records_listed
     back.host.faults.clear()
     before = back.host.calls["vector_delete"]
     new = await back.ingest(KB, "solar.txt", SOLAR)

@@ -114,6 +114,49 @@ def test_a_files_facts_belong_to_its_state():
     table.move("g", FileState.UNSAVED, FileRecord("g", "txt", []))
     assert list(table.unsaved_records()) == ["g"]
     table.committed("g")
-    assert table.state("g") is None and table.unsaved_records() == {}
+    assert table.state("g") is FileState.COMMITTED and table.unsaved_records() == {}
     table.set_unjournalled("h", 1)
     assert "h" not in table.unjournalled(), "an untracked file has no facts"
+
+
+def test_a_listing_makes_every_file_with_a_record_committed_unless_this_process_removed_it():
+    table = FileTable()
+    table.move("deleted", FileState.DELETED)
+    table.move("ingesting", FileState.INGESTING)
+    table.record_saved("ingesting")
+    assert not table.record_stored("ingesting") and not table.no_stored_record(), "unknown before a listing"
+    table.listed(["old", "deleted", "ingesting"])
+    assert [table.state(f) for f in ("old", "deleted", "ingesting", "never")] == [
+        FileState.COMMITTED, FileState.DELETED, FileState.INGESTING, None]
+    assert table.with_stored_record() == {"old", "ingesting"}, "a deleted file's record went after the listing"
+
+
+def test_what_storage_holds_of_a_file_outlives_its_moves_and_its_forgetting():
+    table = FileTable()
+    table.listed([])
+    assert table.no_stored_record()
+    table.committed("f")
+    table.record_saved("f")
+    table.journal_left("f")
+    table.unanswered("f", 8)
+    table.vectors_complete("f")
+    table.move("f", FileState.INGESTING)
+    table.forget("f")
+    assert table.state("f") is None
+    assert table.record_stored("f") and list(table.journals_to_delete()) == ["f"]
+    assert table.may_land("f") and table.late_write_dim("f") == 8 and table.has_complete_vectors("f")
+    table.record_deleted("f")
+    table.journal_deleted("f")
+    table.left_to_next_process("f")
+    table.vectors_deleted("f")
+    assert not table.record_stored("f") and not table.journals_to_delete() and not table.may_land("f")
+    assert not table.has_complete_vectors("f") and table.no_stored_record()
+
+
+def test_committed_files_have_no_view_of_their_own():
+    table = FileTable()
+    table.committed("f")
+    table.move("g", FileState.TO_INDEX)
+    assert table.committed_files() == ["f"] and list(table.of(FileState.TO_INDEX)) == ["g"]
+    with pytest.raises(KeyError):
+        table.of(FileState.COMMITTED)

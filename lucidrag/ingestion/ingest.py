@@ -37,7 +37,7 @@ from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.latewrites import LateWrites
+from lucidrag.state.latewrites import LostAnswers, send
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
@@ -204,7 +204,7 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
                 metadata.append({"file_id": request.document_id, "uuid": document_id, "text": ""})
                 rows.append(opening.tolist())
                 documents.append("")
-            return with_retries(lambda: state.late_writes.send(record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
+            return with_retries(lambda: send(state.files, record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
                 collection_id=request.collection_id, vectors=rows, ids=ids, metadata=metadata,
                 documents=documents)))
         async with state.writes.write():
@@ -378,9 +378,9 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
     """Re-ingesting a document id replaces it: its earlier vectors go first. Raises
     VectorStoreFailure if they could not: the new version's upsert overwrites only as many chunks
     as it has (and Milvus inserts), so a shorter one would leave the earlier version answered."""
-    unanswered = LateWrites()  # a delete whose answer was lost may land after the new vectors
+    unanswered = LostAnswers()  # a delete whose answer was lost may land after the new vectors
     try:
-        await with_retries(lambda: unanswered.send(request.document_id, None, lambda: host.vector_delete(
+        await with_retries(lambda: send(unanswered, request.document_id, None, lambda: host.vector_delete(
             request.collection_id, file_ids=[request.document_id])))
     except Exception as error:  # noqa: BLE001
         if is_kb_gone(error):
@@ -389,7 +389,7 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
             f"The vector database did not remove the earlier version of this file ({describe(error)}). "
             "Upload the file again."
         ) from error
-    if unanswered.may_land(request.document_id):
+    if unanswered.lost:
         raise VectorStoreFailure("The vector database did not answer in time while the earlier version of this "
                                  "file was removed, so it could still remove the new one. Upload the file again.")
 

@@ -23,8 +23,8 @@ from lucidrag.vectors.vectorscan import file_vectors, stored_ids
 
 logger = logging.getLogger(__name__)
 
-# states of a file whose stored record makes it an answer (None: COMMITTED)
-_COMMITTED = (None, FileState.TO_INDEX, FileState.UNRECORDED)
+# states of a file whose stored record makes it an answer (None: unknown here, a record names it)
+_ANSWERED_BY_RECORD = (None, FileState.COMMITTED, FileState.TO_INDEX, FileState.UNRECORDED)
 
 
 class FileReads(KbCore):
@@ -71,7 +71,7 @@ class FileReads(KbCore):
                 if record is previous:
                     self.records.put(record)
                     continue
-                if previous is None and record.file_id in (self.stored_ids or ()):
+                if previous is None and self.files.record_stored(record.file_id):
                     continue  # storage has its record and failed to read it: never overwrite it
                 if self.lock.locked():
                     continue  # a change of the KB (a delete?) is under way: a later hit saves it
@@ -88,7 +88,7 @@ class FileReads(KbCore):
     async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str]:
         """Those of these files whose chunk-0 vector the vector DB lacks; none if it cannot be
         asked (or may not be touched yet: `fresh`)."""
-        first = {chunk_uuid(f, 0): f for f in file_ids if f not in self.with_vectors}
+        first = {chunk_uuid(f, 0): f for f in file_ids if not self.files.has_complete_vectors(f)}
         if self.fresh or not first:
             return set()
         try:
@@ -97,7 +97,9 @@ class FileReads(KbCore):
             logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s)",
                            self.kb_id, len(file_ids), describe(error))
             return set()
-        self.with_vectors.update(f for chunk_id, f in first.items() if chunk_id in present)
+        for chunk_id, file_id in first.items():
+            if chunk_id in present:
+                self.files.vectors_complete(file_id)
         return {f for chunk_id, f in first.items() if chunk_id not in present}
 
     async def _remove_vectorless(self, host: HostApi, collection_id: str, file_ids: set[str]) -> None:
@@ -107,9 +109,9 @@ class FileReads(KbCore):
         if self.lock.locked():
             return
         async with self.lock:
-            committed = sorted(f for f in file_ids if self.files.state(f) in _COMMITTED)
+            committed = sorted(f for f in file_ids if self.files.state(f) in _ANSWERED_BY_RECORD)
             for file_id in await self._without_vectors(host, collection_id, committed):
-                if self.files.state(file_id) in _COMMITTED:
+                if self.files.state(file_id) in _ANSWERED_BY_RECORD:
                     self.files.move(file_id, FileState.ABORTED, failed=True)
                     self.records.drop(file_id)
                     logger.warning("kb=%s doc=%s: its record outlived its vectors (an earlier version whose "
@@ -134,14 +136,15 @@ class FileReads(KbCore):
                 self.files.forget(file_id)  # deleted while the index snapshot lagged
             return None
         if not any(str(item.get("id")) == first for item in items):
-            if self.files.state(file_id) in (None, FileState.TO_INDEX) and file_id not in self.index:
+            if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
+                    and file_id not in self.index):
                 self.files.move(file_id, FileState.ABORTED)
                 logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
                                self.kb_id, file_id, len(items))
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
         if record.chunks:
-            self.with_vectors.add(file_id)
+            self.files.vectors_complete(file_id)
         return record if record.chunks else None
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:

@@ -23,7 +23,7 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, with_retries
 from lucidrag.state.kbcore import KbCore
-from lucidrag.state.latewrites import LateWrites
+from lucidrag.state.latewrites import LateWriteNotes, LostAnswers, send
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import FileRecord, chunk_uuid, document_vector_id
@@ -71,9 +71,9 @@ class JournalSettling(KbCore):
                 # write (of a dead process, or a failed one) left goes, without letting Milvus
                 # create a wrong collection; an entry older than `dim` has nothing to re-create it
                 # with, and only its record goes.
-                if self.stored_ids is None:
+                if not self.files.records_listed:
                     continue  # which files have a record is not known yet
-                recorded = file_id in self.stored_ids
+                recorded = self.files.record_stored(file_id)
                 if (recorded and entry.chunks > 0) or (entry.dim is None and not recorded):
                     self._settled_elsewhere(file_id)  # committed, or nothing of it was ever written
                     await self._clear_journal(store, file_id)
@@ -103,14 +103,13 @@ class JournalSettling(KbCore):
                     saved = stored is record or await self._save_record(store, record)
                     if saved:
                         self.files.committed(file_id)
+                        self.files.record_saved(file_id)
                     else:
                         self.files.move(file_id, FileState.UNSAVED, record)
-                    if saved and self.stored_ids is not None:
-                        self.stored_ids.add(file_id)
                     if await self._persist_index(store) and saved:
                         await self._clear_journal(store, file_id)
                     elif saved:
-                        self.undeleted_journals.add(file_id)  # the entry goes with the next flush
+                        self.files.journal_left(file_id)  # the entry goes with the next flush
                     # else the entry is all that names the file: `flush` clears it with the record
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
@@ -130,10 +129,14 @@ class JournalSettling(KbCore):
         return time.monotonic() < self.previous_writes_until
 
     def _settled_elsewhere(self, file_id: str) -> None:
-        """JOURNALLED -> COMMITTED (TO_INDEX while the index lacks it) if storage has its record,
-        else forgotten."""
-        self.files.forget(file_id)
-        if file_id in (self.stored_ids or ()) and file_id not in self.index and self.loaded:
+        """JOURNALLED -> COMMITTED (TO_INDEX while the index lacks it) if storage has its record
+        or the index names it, else forgotten."""
+        stored = self.files.record_stored(file_id)
+        if not stored and file_id not in self.index:
+            self.files.forget(file_id)
+            return
+        self.files.committed(file_id)
+        if stored and file_id not in self.index and self.loaded:
             self.files.to_index(file_id)
 
     async def first_write_of(self, store: KbStore, file_id: str) -> int | None:
@@ -170,19 +173,19 @@ class JournalSettling(KbCore):
         for it (every adapter's upsert creates a missing collection with the vector's dimension,
         and writes into an existing one), then the file's vectors are deleted by file id, that
         one included. Raises if either call fails (nothing is then known to be removed)."""
-        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.late_writes)
+        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files)
         self.files.set_first_write_dim(file_id, None)
 
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
-                             first_write: asyncio.Lock | None = None, late_writes: LateWrites | None = None) -> None:
+                             first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None) -> None:
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
     probe = [0.0] * dim
     probe[0] = 1.0
     chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
-    sender = late_writes or LateWrites()
+    notes = late_writes if late_writes is not None else LostAnswers()
     async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
-        await with_retries(lambda: sender.send(file_id, dim, lambda: host.vector_upsert(
+        await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[chunk_id],
             metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""])))
     await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))

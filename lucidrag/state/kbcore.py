@@ -22,7 +22,6 @@ from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
-from lucidrag.state.latewrites import LateWrites
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.loadstate import LoadState
 from lucidrag.state.metastate import MetaState, Presence
@@ -39,6 +38,10 @@ LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
 # a file in one of these states may have its record written by this process at any moment
 _RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED,
                           FileState.TOMBSTONED)
+# a file in one of these states is committed: its vectors are answers
+_COMMITTED = (FileState.COMMITTED, FileState.TO_INDEX, FileState.UNSAVED)
+# ... and so are an UNRECORDED file's, which the index snapshot names
+_NAMED = (*_COMMITTED, FileState.UNRECORDED)
 
 
 @dataclass
@@ -54,16 +57,11 @@ class KbCore:
     index_guard: asyncio.Lock = field(default_factory=asyncio.Lock)  # index changes and searches
     load: LoadState = field(default_factory=LoadState)  # the load after a restart
     first_write: asyncio.Lock = field(default_factory=asyncio.Lock)  # one creates the collection
-    stored_ids: set[str] | None = None  # file ids with a record in plugin storage, once listed
-    files: FileTable = field(default_factory=FileTable)  # every file not plainly COMMITTED, by state
+    files: FileTable = field(default_factory=FileTable)  # every file's state, and its keys in storage
     repair: RepairState = field(default_factory=RepairState)  # finding files in the vector DB
-    undeleted_journals: set[str] = field(default_factory=set)  # journal keys `flush` still deletes
-    late_writes: LateWrites = field(default_factory=LateWrites)  # files with a write that may still land
     snapshot: IndexSnapshotWriter = field(default_factory=IndexSnapshotWriter)  # the index in plugin storage
     stray_parts: set[str] = field(default_factory=set)  # part keys listed without their header
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
-    # files whose chunk-0 vector this process wrote or found: their stored record needs no check (FileReads)
-    with_vectors: set[str] = field(default_factory=set)
     # until then a write of the previous process may still land: `reconcile` keeps its entries
     previous_writes_until: float = 0.0
 
@@ -141,20 +139,20 @@ class KbCore:
             return await run_blocking(self.index.search, query, top_k, file_ids)
 
     def may_know(self, file_id: str) -> bool:
-        """Whether vectors of this file may be an answer: it is indexed, the index snapshot named it
-        (its record was lost), or the index is not complete yet. Once it is, vectors of a file
-        nothing names are what a failed ingest could not remove (storage and the vector DB failed
-        at once): never answers. While the snapshot is still being read, a stored record names it."""
+        """Whether vectors of this file may be an answer: it is committed (its record saved or not
+        yet), the index snapshot named it (its record was lost), or the index is not complete yet.
+        Once it is, vectors of a file nothing names are what a failed ingest could not remove
+        (storage and the vector DB failed at once): never answers. While the snapshot is still
+        being read, a stored record names it."""
         return self.files.is_answer(file_id) and (
-            self.indexing or file_id in self.index or self.files.state(file_id) is FileState.UNSAVED
-            or self.files.state(file_id) is FileState.UNRECORDED or (self.loading and file_id in (self.stored_ids or ())))
+            self.indexing or self.files.state(file_id) in _NAMED
+            or (self.loading and self.files.record_stored(file_id)))
 
     def _recorded(self, file_id: str) -> None:
         """The file's record was just saved. A file the keyword index lacks (the snapshot named it
         without a record, so the load took it out: UNRECORDED; or only a segment held in memory
         named it before a restart) is indexed from it, so UNRECORDED files only leave after the load."""
-        if self.stored_ids is not None:
-            self.stored_ids.add(file_id)
+        self.files.record_saved(file_id)
         if self.files.state(file_id) is FileState.UNRECORDED:
             self.files.committed(file_id)
         if self.loaded and file_id not in self.index and file_id not in self.in_flight:
@@ -162,9 +160,10 @@ class KbCore:
 
     def has_committed(self, file_id: str) -> bool:
         """Whether this process knows the file as committed (indexed, to be indexed, or with a
-        stored record) in a collection that exists: a version of it may be answered."""
-        return not self.fresh and (file_id in self.index or file_id in self.to_index
-                                   or file_id in (self.stored_ids or ()) or self.files.state(file_id) is FileState.UNSAVED)
+        stored record) in a collection that exists: a version of it may be answered. (While a
+        re-upload runs, the earlier version stays in the keyword index.)"""
+        return not self.fresh and (self.files.state(file_id) in _COMMITTED or file_id in self.index
+                                   or self.files.record_stored(file_id))
 
     def may_have_committed(self, file_id: str) -> bool:
         """`has_committed`, or this process cannot tell: the KB may have had vectors and plugin
@@ -173,12 +172,8 @@ class KbCore:
         if self.has_committed(file_id):
             return True
         return not self.never_had_vectors and (
-            file_id in self.index or file_id in self.to_index or self.stored_ids is None
+            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
             or (self._storage_is_empty() and (self.repair.finding_files or not self.loaded)))
-
-    def _may_have_vectors(self, file_id: str) -> bool:
-        """A file this process tracks whose vectors may exist (a DELETED file's are gone)."""
-        return file_id in self.files and self.files.state(file_id) not in (FileState.DELETED, FileState.FAILED)
 
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
@@ -209,7 +204,7 @@ class KbCore:
                 # (a JOURNALLED or ABORTED file has its entry, of a dead process or of the failure)
                 dim = self.files.first_write_dim(file_id)
                 marked = await store.write_journal(JournalEntry(
-                    file_id, 0, dim if dim is not None else self.late_writes.dim(file_id)))
+                    file_id, 0, dim if dim is not None else self.files.late_write_dim(file_id)))
                 if not marked:
                     gone = await store.delete_record(file_id)
                     if not gone:
@@ -222,11 +217,11 @@ class KbCore:
                     self.files.move(file_id, FileState.ABORTED,  # `reconcile` deletes what is left
                                     facts=replace(facts, record=None, failed=failed or facts.failed))
                     raise
-            late_vectors = self.late_writes.may_land(file_id)
+            late_vectors = self.files.may_land(file_id)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
-            self.with_vectors.discard(file_id)
+            self.files.vectors_deleted(file_id)
             await self._unindex(store, file_id)
             self.records.drop(file_id)
             self.repair.forget_file(file_id)
@@ -234,20 +229,19 @@ class KbCore:
             gone = gone or await store.delete_record(file_id)
             if gone and not may_land:
                 self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
-                if self.stored_ids is not None:
-                    self.stored_ids.discard(file_id)
+                self.files.record_deleted(file_id)
                 await self._clear_journal(store, file_id)
                 return True
             # A record is left, or LangBot may still write one or vectors: the entry keeps a
             # restart from indexing it and makes its `reconcile` remove them (for a record, best
             # effort where storage takes no write: there a late save cannot land either).
-            marked = marked or await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id)))
+            marked = marked or await store.write_journal(JournalEntry(file_id, 0, self.files.late_write_dim(file_id)))
             if marked:
-                self.undeleted_journals.discard(file_id)
+                self.files.journal_deleted(file_id)
             if may_land and (marked or (gone and not late_vectors)):
                 self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # left to the next process
                 if marked:
-                    self.late_writes.left_to_next_process(file_id)
+                    self.files.left_to_next_process(file_id)
             # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
             # may still land), or LangBot's retry does
             return marked or gone
@@ -261,16 +255,16 @@ class KbCore:
         async with holding(self.lock):
             if not await store.write_journal(JournalEntry(file_id, 0)):
                 return False
-            self.undeleted_journals.discard(file_id)
+            self.files.journal_deleted(file_id)
             self.files.move(file_id, FileState.ABORTED)
             return True
 
     async def _clear_journal(self, store: KbStore, file_id: str) -> None:
         """Delete the file's journal entry (its state was moved by the caller)."""
         if await store.delete_journal(file_id):
-            self.undeleted_journals.discard(file_id)
+            self.files.journal_deleted(file_id)
         else:
-            self.undeleted_journals.add(file_id)
+            self.files.journal_left(file_id)
 
     async def _index(self, records: list[FileRecord]) -> None:
         """Add (or replace) files: tokenised in a thread, indexed in a thread under the guard."""
@@ -337,18 +331,17 @@ class KbCore:
         of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
         the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
         manifest alone names no file: segments held in memory only are not in it.)"""
-        return (self.stored_ids is not None and not self.stored_ids and not self.snapshot.live
-                and self.meta.presence is Presence.ABSENT)
+        return self.files.no_stored_record() and not self.snapshot.live and self.meta.presence is Presence.ABSENT
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
         return await self._name_unsaved_files(store) and await self._put_record(store, record)
 
     async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
-        """Save a record; a failed save may still land (`late_writes`)."""
+        """Save a record; a failed save may still land (`FileTable.unanswered`)."""
         saved = await store.save_record(record)
         if not saved:
-            self.late_writes.unanswered(record.file_id)
+            self.files.unanswered(record.file_id)
         return saved
 
     async def _save_meta(self, store: KbStore) -> None:

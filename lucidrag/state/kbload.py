@@ -41,9 +41,9 @@ class KbLoad(FileReads):
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
         once per process for this KB, so bulk uploads cost one listing, not one per file."""
-        if file_id in self.index or self._may_have_vectors(file_id) or file_id in self.to_index:
+        if self.files.may_have_vectors(file_id):
             return True
-        if self.stored_ids is None:
+        if not self.files.records_listed:
             snapshot = await list_keys(store.host)
             if snapshot is None:
                 # Unknown: deleting first is safe only where the collection surely exists (on a
@@ -51,16 +51,16 @@ class KbLoad(FileReads):
                 # every upload a new id, so a skipped delete costs nothing in practice.
                 return self.meta.mark is Mark.SOME and not self.fresh
             self.seed(snapshot)
-        return file_id in (self.stored_ids or ()) or self._may_have_vectors(file_id)
+        return self.files.record_stored(file_id) or self.files.may_have_vectors(file_id)
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this
         process already knows (every later change of this KB went through this object)."""
-        if self.stored_ids is None:
-            self.stored_ids = (set(snapshot.record_ids(self.kb_id)) - set(self.files.of(FileState.DELETED))
-                               - set(self.files.of(FileState.FAILED)))
+        if not self.files.records_listed:
+            self.files.listed(snapshot.record_ids(self.kb_id))
             for file_id in snapshot.journal_ids(self.kb_id):
-                if file_id not in self.files:  # this process knows better about its own files
+                # this process knows better about its own files (but a committed one's entry outlived it)
+                if self.files.state(file_id) in (None, FileState.COMMITTED):
                     self.files.move(file_id, FileState.JOURNALLED)
             # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
             self.snapshot.listed(snapshot.index_segments(self.kb_id))
@@ -68,7 +68,7 @@ class KbLoad(FileReads):
             self.meta.listed(snapshot.has_meta(self.kb_id))
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
                 indexed = self.index.file_ids()
-                for file_id in sorted(self.stored_ids - indexed - self.in_flight):
+                for file_id in sorted(self.files.with_stored_record() - indexed - self.in_flight):
                     self.files.to_index(file_id)
 
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
@@ -133,7 +133,7 @@ class KbLoad(FileReads):
             # missing, or storage failed: only a listing tells (a mark we cannot read may say "empty")
             listing = await list_keys(host)
             self.meta.unreadable_at_open(listing.has_meta(self.kb_id) if listing is not None else None)
-        if self.stored_ids is None:
+        if not self.files.records_listed:
             snapshot = listing if listing is not None else await list_keys(host)
             if snapshot is not None:
                 self.seed(snapshot)
@@ -182,8 +182,9 @@ class KbLoad(FileReads):
             if snapshot_index is not None and not self.index.file_ids():
                 self.index = snapshot_index
             indexed = self.index.file_ids()
-            if self.stored_ids is not None:
-                gone = sorted(indexed - self.stored_ids - set(self.files))
+            if self.files.records_listed:
+                gone = sorted(f for f in indexed if not self.files.record_stored(f)
+                              and self.files.state(f) in (None, FileState.COMMITTED))
                 for file_id in gone:
                     self.files.move(file_id, FileState.UNRECORDED)
                 if len(gone) > max(16, len(indexed) // 2):
@@ -196,9 +197,12 @@ class KbLoad(FileReads):
                 for file_id in gone:  # deleted while the snapshot could not be updated
                     await run_blocking(self.index.remove_file, file_id, None)
                 self.snapshot.dirty = self.snapshot.dirty or bool(gone)
-                unindexed = sorted(self.stored_ids - indexed - self.in_flight)  # (JOURNALLED ones too)
+                unindexed = sorted(self.files.with_stored_record() - indexed - self.in_flight)  # (JOURNALLED ones too)
                 for file_id in unindexed:
                     self.files.to_index(file_id)
+            for file_id in indexed:  # what the snapshot names is committed, unless its state says otherwise
+                if self.files.state(file_id) is None:
+                    self.files.committed(file_id)
         if not len(self.index) and not unindexed:
             empty = self._storage_is_empty()
             if self.meta.mark is Mark.NONE_YET or (self.meta.mark is Mark.UNKNOWN
@@ -274,7 +278,7 @@ class KbLoad(FileReads):
                 old = await run_blocking(self.index.take_changes)
                 self.index = SegmentIndex()
                 self.records.clear()
-                for file_id in list(self.to_index):
+                for file_id in [*self.to_index, *self.files.committed_files()]:
                     self.files.forget(file_id)  # found again by the discovery
                 self.repair.rebuild()
                 self.snapshot.drop_all(old.manifest)

@@ -50,7 +50,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             self.files.set_unjournalled(file_id, chunks)
             return True
         if self.files.state(file_id) is FileState.INGESTING:  # back as it was
-            if previous is None:
+            if previous is None:  # unknown
                 self.files.forget(file_id)
             else:
                 self.files.move(file_id, previous, facts=facts)
@@ -91,10 +91,9 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
-            self.with_vectors.add(file_id)
+            self.files.vectors_complete(file_id)
             if saved:
-                if self.stored_ids is not None:
-                    self.stored_ids.add(file_id)
+                self.files.record_saved(file_id)
                 self.files.committed(file_id)
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
@@ -125,7 +124,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         # lost: the entry now says "nothing confirmed written" (best effort).
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, 0, dim)):
-                self.undeleted_journals.discard(file_id)
+                self.files.journal_deleted(file_id)
                 if record_sent:
                     self.files.move(file_id, FileState.TOMBSTONED, failed=True)
                     self.files.set_first_write_dim(file_id, dim)
@@ -148,7 +147,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
             return False
         try:
-            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write, self.late_writes)
+            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write, self.files)
         except Exception as error:  # noqa: BLE001 - the next query tries again
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
@@ -178,21 +177,20 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 return
             async with holding(self.lock):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
-                    if self.stored_ids is not None:
-                        self.stored_ids.discard(file_id)
+                    self.files.record_deleted(file_id)
                     failed = self.files.facts(file_id).failed
-                    if self.late_writes.may_land(file_id):  # the entry goes to the next process
-                        if await store.write_journal(JournalEntry(file_id, 0, self.late_writes.dim(file_id))):
+                    if self.files.may_land(file_id):  # the entry goes to the next process
+                        if await store.write_journal(JournalEntry(file_id, 0, self.files.late_write_dim(file_id))):
                             self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # DELETING -> TOMBSTONED
-                            self.late_writes.left_to_next_process(file_id)
+                            self.files.left_to_next_process(file_id)
                         continue
                     self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)  # DELETING -> …
                     await self._clear_journal(store, file_id)
-        for file_id in list(self.undeleted_journals):
+        for file_id in list(self.files.journals_to_delete()):
             if time.monotonic() >= deadline:
                 return
             if await store.delete_journal(file_id):
-                self.undeleted_journals.discard(file_id)
+                self.files.journal_deleted(file_id)
         if (self.snapshot.dirty or self.snapshot.pending_drops) and time.monotonic() < deadline:
             await self._persist_index(store)
         await self.snapshot.delete_orphans(store, deadline)
@@ -205,7 +203,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 self.stray_parts.discard(part)
 
     def needs_upkeep(self) -> bool:
-        return bool(self.meta.dirty or self.unsaved or self.files.of(FileState.DELETING) or self.undeleted_journals
+        return bool(self.meta.dirty or self.unsaved or self.files.of(FileState.DELETING) or self.files.journals_to_delete()
                     or self.journals or self.snapshot.needs_upkeep()
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and self.indexing))

@@ -277,6 +277,7 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, emb
 
 
 async def _removed_with_attempts(remove: Callable[[], Awaitable[object]], request: IngestRequest) -> None:
+    """`remove`, tried REMOVAL_ATTEMPTS times within the rollback's time."""
     for attempt in range(REMOVAL_ATTEMPTS):
         try:
             await remove()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 # One-passage-per-file diversity (every mode): a file's second passage ranks behind other files' best
 # passages unless its fused rank value beats theirs by more than DIVERSITY_MARGIN (its n-th
@@ -143,8 +143,8 @@ def with_document_view(passages: Sequence[Candidate], scores: dict[str, float],
     weight = DOCUMENT_WEIGHT
     if not weight:
         return list(passages)
-    out = [replace(c, strength=(1.0 - weight) * c.score + weight * scores.get(file_of[c.chunk_id], c.score))
-           for c in passages]
+    out = [Candidate(c.chunk_id, c.score, (1.0 - weight) * c.score + weight * scores.get(file_of[c.chunk_id], c.score),
+                     c.body) for c in passages]
     out.sort(key=lambda c: c.rank_strength, reverse=True)
     return out
 
@@ -158,7 +158,7 @@ def _confidence(candidates: Sequence[Candidate], norm: dict[str, float]) -> floa
 
 def by_coverage(keyword: Sequence[Candidate]) -> list[Candidate]:
     """Keyword candidates (chosen by BM25) ranked for the fusion by their query coverage (`score`)."""
-    ranked = [replace(c, strength=c.score) for c in keyword]
+    ranked = [Candidate(c.chunk_id, c.score, c.score, c.body) for c in keyword]
     ranked.sort(key=lambda c: c.rank_strength, reverse=True)
     return ranked
 

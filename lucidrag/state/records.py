@@ -8,6 +8,7 @@ rebuildable from the host's vectors when storage is unavailable.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 import zlib
@@ -23,6 +24,7 @@ def chunk_uuid(document_id: str, index: int) -> str:
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:{index}"))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked for every vector hit of every query
 def document_vector_id(document_id: str) -> str:
     """The id of a file's document vector: its name and opening embedded as one text, written
     beside its chunks' vectors for a file of two chunks or more (text "", so nothing reads it as a

@@ -376,15 +376,21 @@ async def test_a_completed_file_whose_record_storage_refused_is_answered_now_and
         assert (await answered_files(restarted(host), SOLAR_QUESTION, mode))[0] == "solar", mode
 
 
-async def test_an_upload_that_wrote_every_vector_before_a_crash_is_answered_after_the_restart(
-        harness: Harness, host: FakePlugin):
+async def upload_that_crashed_before_its_record(harness: Harness, host: FakePlugin) -> None:
+    """"tea" committed; "solar" wrote every vector and its journal entry, then the process died
+    before its record was saved."""
     from lucidrag.state.store import JournalEntry, KbStore
 
     await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
     solar = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
-    for key in [k for k in host.storage if is_record_of("solar")(k)]:  # the crash came before its record
+    for key in [k for k in host.storage if is_record_of("solar")(k)]:
         del host.storage[key]
     await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("solar", solar.chunks_created))
+
+
+async def test_an_upload_that_wrote_every_vector_before_a_crash_is_answered_after_the_restart(
+        harness: Harness, host: FakePlugin):
+    await upload_that_crashed_before_its_record(harness, host)
     back = restarted(host)
     await back.retrieve(KB, "tea")  # the restart adopts the complete upload
     for mode in MODES:
@@ -550,13 +556,7 @@ async def test_an_adopted_upload_whose_journal_entry_outlived_the_index_write_lo
     """A restart adopts an upload that wrote every vector before a crash; the index snapshot's write
     fails, so its journal entry stays (the snapshot does not name it yet), and goes once a later
     request writes the snapshot."""
-    from lucidrag.state.store import JournalEntry, KbStore
-
-    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
-    solar = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
-    for key in [k for k in host.storage if is_record_of("solar")(k)]:  # the crash came before its record
-        del host.storage[key]
-    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("solar", solar.chunks_created))
+    await upload_that_crashed_before_its_record(harness, host)
     back = restarted(host)
     back.host.fail("set_plugin_storage", when=lambda key, **_: "/kw/" in key)
     await back.retrieve(KB, "tea")  # adopted: its record is saved, the snapshot is not

@@ -183,6 +183,33 @@ async def test_an_upload_cut_off_by_a_crash_is_never_answered_while_its_vectors_
     assert back.host.vectors_of(kb, crashed) == []
 
 
+async def test_a_dead_process_upload_is_removed_at_once_and_what_lands_later_too(
+        host: FakePlugin, monkeypatch: pytest.MonkeyPatch):
+    """LangBot finishes a dead process's calls: its cut-off upload's vectors go at the restarted
+    plugin's first request, its journal entry stays while a call of the dead process may still
+    land, and an upsert landing meanwhile goes too before the entry does."""
+    import lucidrag.engine
+
+    kb = test_state_runtime.KB
+    harness = Harness(host)
+    await harness.ingest(kb, "tea.txt", TEA, document_id="tea")
+    crashed = await crash_during_upsert(harness, long_text(400))
+    late = host.collections[kb][next(iter(k for k, (_, m) in host.collections[kb].items() if m["file_id"] == crashed))]
+    monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", 120.0)
+    back = restarted(host)
+    await back.retrieve(kb, "tea")
+    assert back.host.vectors_of(kb, crashed) == [], "no orphan vector after the restart's first request"
+    assert journal_key(kb, crashed) in host.storage
+
+    vector, meta = late
+    await back.host.vector_upsert(kb, [vector], [meta["uuid"]], [meta])  # the dead process's last batch lands
+    for mode in MODES:
+        assert crashed not in await answered_files(back, "How often is component QX-7 inspected?", mode, kb), mode
+    state_of(back, kb).previous_writes_until = 0.0  # the dead process's calls can no longer land
+    await back.retrieve(kb, "tea")
+    assert back.host.vectors_of(kb, crashed) == [] and journal_key(kb, crashed) not in host.storage
+
+
 # --------------------------------------------------------------------------- deleting
 @STILL_INDEXING
 @pytest.mark.parametrize("record_deleted", [True, False], ids=["deleted", "record-delete-failed"])

@@ -113,19 +113,21 @@ class JournalSettling(KbCore):
                     # else the entry is all that names the file: `flush` clears it with the record
                 logger.info("kb=%s doc=%s: adopted an ingest that finished before a restart (%d chunks)",
                             self.kb_id, file_id, len(items))
-            elif not self._previous_writes_may_land():
+            else:
+                # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
                 if items:
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
-                # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
-                await self.delete_file(store, file_id, failed=entry.chunks > 0)
-                if items or entry.chunks:
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
+                if self._previous_writes_may_land():
+                    continue  # the entry stays (no answer): a later upkeep removes what lands meanwhile
+                await self.delete_file(store, file_id, failed=entry.chunks > 0)
 
     def _previous_writes_may_land(self) -> bool:
         """Whether a write of the process that left a journal entry may still land (an upsert
-        LangBot carries on with after a restart): what it names is removed only after that
-        (JOURNALLED meanwhile: no answer), as a write landing later would stay for good."""
+        LangBot carries on with after a restart): the entry is kept until then (JOURNALLED: no
+        answer) and what lands meanwhile is removed by a later upkeep, as a write landing after the
+        entry went would stay for good."""
         return time.monotonic() < self.previous_writes_until
 
     def _settled_elsewhere(self, file_id: str) -> None:

@@ -115,11 +115,12 @@ class JournalSettling(KbCore):
                             self.kb_id, file_id, len(items))
             else:
                 # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
-                if items:
+                waiting = self._previous_writes_may_land()
+                if items and (entry.chunks > 0 or not waiting):
                     await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
-                if self._previous_writes_may_land():
+                if waiting:
                     continue  # the entry stays (no answer): a later upkeep removes what lands meanwhile
                 await self.delete_file(store, file_id, failed=entry.chunks > 0)
 

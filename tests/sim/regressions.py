@@ -496,9 +496,24 @@ REGRESSIONS: dict[str, History] = {
         Step([("ingest", 5, "bad", 1)], kill_after=4),
         Step([("retrieve", 5, "vector", "file")], vectors=0.2, slow=0.5),
     ]),
+    # a KB whose storage refused every write since its creation (so a restart finds its files in
+    # the vector DB alone): an upload wrote every vector, its commit failed and so did the
+    # rollback's vector delete, and the plugin restarted before a later request removed them;
+    # nothing durable says the upload failed, so the restart adopts it (seed 861)
+    "failed-upload-adopted-when-both-stores-refuse-861": History(861, "chroma", [
+        Step([("create_kb", 0), ("ingest", 0, "small", 0)], lost=0.2, restart=True),
+        Step([("retrieve", 0, "vector", "none")], slow=0.5),
+        Step([("retrieve", 0, "vector", "not-file")]),
+        Step([("create_kb", 1), ("ingest", 3, "small", 1), ("ingest", 4, "bad", 1)], storage=1.0, vectors=0.2),
+        Step([("delete", 5)], restart=True),
+    ]),
 }
 
-OPEN_DEFECTS: dict[str, str] = {}
+OPEN_DEFECTS: dict[str, str] = {
+    "failed-upload-adopted-when-both-stores-refuse-861":
+        "plugin storage refuses every write of the KB and the vector DB the failed upload's rollback: "
+        "a restart before a later request removes its vectors adopts it",
+}
 
 # Violations of the random histories that open defects explain (regular expressions over the
 # violation's text -> the defect): tests/sim/test_sim.py lets them pass and fails on any other.

@@ -59,6 +59,23 @@ def held(call: Callable[..., Awaitable[Any]], when: Callable[..., bool], reached
     return wrapper
 
 
+def answer_held(call: Callable[..., Awaitable[Any]], when: Callable[..., bool], reached: asyncio.Event,
+                release: asyncio.Event) -> Callable[..., Awaitable[Any]]:
+    """`call`, except that a call where `when(*args)` is done by the host at once and its answer
+    waits for `release` (what the caller gets is what the host held before anything else ran)."""
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        answer = await call(*args, **kwargs)
+        if when(*args, **kwargs):
+            reached.set()
+            await release.wait()
+        return answer
+    return wrapper
+
+
+def every_call(*_: Any, **__: Any) -> bool:
+    return True
+
+
 async def until(event: asyncio.Event, *tasks: asyncio.Future[Any]) -> None:
     """Wait for `event`; fail at once if one of `tasks` ends first (it never reached that moment)."""
     waiter = asyncio.ensure_future(event.wait())
@@ -220,15 +237,8 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
             harness.host.fail("delete_plugin_storage", when=is_record_of("solar"))
             harness.host.fail("set_plugin_storage", when=lambda key, **_: key.endswith("/journal/solar"))
         searched, deleted = asyncio.Event(), asyncio.Event()
-        search = harness.host.vector_search
-
-        async def search_then_wait(*args: Any, **kwargs: Any) -> Any:
-            results = await search(*args, **kwargs)  # the file's vectors are among the results
-            searched.set()
-            await deleted.wait()
-            return results
-
-        harness.host.vector_search = search_then_wait  # type: ignore[method-assign]
+        search = harness.host.vector_search  # its results hold the file's vectors
+        harness.host.vector_search = answer_held(search, every_call, searched, deleted)  # type: ignore[method-assign]
         for mode in modes(still_indexing) if still_indexing else ("vector", "hybrid"):
             searched.clear(), deleted.clear()
             query = asyncio.ensure_future(
@@ -258,16 +268,8 @@ async def test_a_file_deleted_while_a_query_reads_its_record_is_not_in_that_quer
     async with a_kb(host, {"solar": SOLAR}, still_indexing=False) as harness:
         state_of(harness).records.clear()  # (as if evicted from the cache: read from storage)
         read, release = asyncio.Event(), asyncio.Event()
-        get, first = harness.host.get_plugin_storage, once(is_record_of("solar"))
-
-        async def read_then_wait(key: str) -> bytes:
-            value = await get(key)  # the record as it was before the delete
-            if first(key):
-                read.set()
-                await release.wait()
-            return value
-
-        harness.host.get_plugin_storage = read_then_wait  # type: ignore[method-assign]
+        harness.host.get_plugin_storage = answer_held(  # type: ignore[method-assign]
+            harness.host.get_plugin_storage, once(is_record_of("solar")), read, release)  # the record before the delete
         query = asyncio.ensure_future(
             harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10}))
         await until(read, query)
@@ -285,15 +287,8 @@ async def test_a_file_whose_reupload_fails_while_a_query_searches_is_not_in_that
     the query found before are no answers."""
     async with a_kb(host, {"solar": SOLAR}, still_indexing) as harness:
         searched, failed = asyncio.Event(), asyncio.Event()
-        search = harness.host.vector_search
-
-        async def search_then_wait(*args: Any, **kwargs: Any) -> Any:
-            results = await search(*args, **kwargs)  # the file's vectors are among the results
-            searched.set()
-            await failed.wait()
-            return results
-
-        harness.host.vector_search = search_then_wait  # type: ignore[method-assign]
+        search = harness.host.vector_search  # its results hold the file's vectors
+        harness.host.vector_search = answer_held(search, every_call, searched, failed)  # type: ignore[method-assign]
         query = asyncio.ensure_future(
             harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": "vector", "top_k": 10}))
         await until(searched, query)

@@ -128,6 +128,24 @@ def make_queries(corpus: Corpus, files, n: int) -> list[tuple[str, str]]:
     return out
 
 
+def traced_index(files: dict[str, list[tuple[str, str]]]) -> tuple[BM25Index, int, int]:
+    """The reference index of `files`, built under tracemalloc: (index, bytes it holds, peak bytes
+    while building)."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    idx = BM25Index()
+    for fid, chunks in files.items():
+        idx.add(fid, chunks)
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return idx, current - base, peak - base
+
+
+def raw_text_bytes(files: dict[str, list[tuple[str, str]]]) -> int:
+    return sum(len(t.encode()) for c in files.values() for _, t in c)
+
+
 def measure(n_chunks: int, n_queries: int, seed: int) -> None:
     corpus = Corpus(seed)
     files = make_files(corpus, n_chunks)
@@ -153,17 +171,10 @@ def measure(n_chunks: int, n_queries: int, seed: int) -> None:
 
     # memory: build again under tracemalloc (slower, so timed separately above)
     del idx
-    gc.collect()
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    idx = BM25Index()
-    for fid, chunks in files.items():
-        idx.add(fid, chunks)
-    cur, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(f"memory: index {(cur - base) / 2**20:.1f} MiB "
-          f"({(cur - base) / n_chunks:.0f} B/chunk), peak while building {(peak - base) / 2**20:.1f} MiB "
-          f"(raw text: {sum(len(t.encode()) for c in files.values() for _, t in c) / 2**20:.1f} MiB)")
+    idx, held, peak = traced_index(files)
+    print(f"memory: index {held / 2**20:.1f} MiB "
+          f"({held / n_chunks:.0f} B/chunk), peak while building {peak / 2**20:.1f} MiB "
+          f"(raw text: {raw_text_bytes(files) / 2**20:.1f} MiB)")
 
     t0 = time.perf_counter()
     blob = idx.to_bytes()

@@ -55,7 +55,6 @@ import random
 import statistics
 import sys
 import time
-import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -741,13 +740,13 @@ def run_dataset(name: str, args) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------ scale
 def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
-    from bench.bench_keyword import (  # the keyword benchmark's generator
+    from bench.bench_keyword import (  # the keyword benchmark's generator and memory measure
         Corpus,
         make_files,
         make_queries,
+        raw_text_bytes,
+        traced_index,
     )
-
-    from tests.reference_bm25 import BM25Index
 
     print("\n### engine-side retrieval latency at scale (hash embedder, host time excluded)\n")
     print("| chunks | files | ingest s | mode | engine ms / query p50 | p95 | mean | host calls / query |")
@@ -796,17 +795,9 @@ def scale(sizes: Sequence[int], n_queries: int, seed: int) -> None:
 
         asyncio.run(go())
         del host, harness
-        gc.collect()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-        index = BM25Index()
-        for fid, chunks in files.items():
-            index.add(fid, chunks)
-        current, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        raw = sum(len(t.encode()) for c in files.values() for _, t in c)
-        mem_rows.append(f"| {len(index):,} | {(current - base) / 2**20:.1f} MiB | {(current - base) / len(index):.0f} B "
-                        f"| {(peak - base) / 2**20:.1f} MiB | {raw / 2**20:.1f} MiB |")
+        index, held, peak = traced_index(files)
+        mem_rows.append(f"| {len(index):,} | {held / 2**20:.1f} MiB | {held / len(index):.0f} B "
+                        f"| {peak / 2**20:.1f} MiB | {raw_text_bytes(files) / 2**20:.1f} MiB |")
         del index
         gc.collect()
     print("\n### keyword index memory (tracemalloc, BM25Index over the same chunks)\n")

@@ -342,12 +342,18 @@ class FakeHost:
         ranked = sorted(range(len(documents)), key=lambda i: scores[i], reverse=True)
         return [{"index": i, "relevance_score": scores[i]} for i in ranked[: top_k or len(documents)]]
 
-    async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
-                            metadata: list[dict[str, Any]] | None = None,
-                            documents: list[str] | None = None) -> None:
+    async def _upsert_called(self, collection_id: str, vectors: list[list[float]], ids: list[str],
+                             metadata: list[dict[str, Any]] | None) -> None:
+        """What every vector store does first with an upsert: the call itself, then its arguments'
+        lengths checked."""
         await self._call("vector_upsert", collection_id=collection_id, ids=ids)
         if len(vectors) != len(ids) or (metadata is not None and len(metadata) != len(ids)):
             raise HostError("vectors, ids and metadata must have the same length")
+
+    async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
+                            metadata: list[dict[str, Any]] | None = None,
+                            documents: list[str] | None = None) -> None:
+        await self._upsert_called(collection_id, vectors, ids, metadata)
         collection = self.collections.setdefault(collection_id, {})
         for vector, chunk_id, meta in zip(vectors, ids, metadata or [{}] * len(ids)):
             dim = self.dims.setdefault(collection_id, len(vector))

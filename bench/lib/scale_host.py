@@ -307,9 +307,7 @@ class NumpyHost(ScaleHostBase):
     async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
                             metadata: list[dict[str, Any]] | None = None,
                             documents: list[str] | None = None) -> None:
-        await self._call("vector_upsert", collection_id=collection_id, ids=ids)
-        if len(vectors) != len(ids) or (metadata is not None and len(metadata) != len(ids)):
-            raise HostError("vectors, ids and metadata must have the same length")
+        await self._upsert_called(collection_id, vectors, ids, metadata)
         if not ids:
             return
         array = np.asarray(vectors, dtype=np.float32)

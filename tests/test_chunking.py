@@ -1,4 +1,5 @@
 import re
+import pytest
 
 from lucidrag.base.settings import parse_creation_settings
 from lucidrag.ingestion.chunking import chunk_document, split_table, split_text
@@ -168,6 +169,23 @@ def test_a_title_line_stays_with_its_text_and_no_short_tail_is_left():
     short = "Short title\n\n" + abstract[:600]
     (only,) = chunk_document(Document((Section(short),), "text"), settings()).chunks
     assert only.text == abstract[:600].strip() and only.heading == "Short title"
+
+
+@pytest.mark.parametrize("title", [
+    "How do I reset the router's admin password?",
+    "路由器的管理密码如何重置？",
+    "Liver function tests (Also called: LFT; hepatic panel)",
+    "肝功能检查（肝功）",
+])
+def test_a_question_or_a_name_with_a_bracket_titles_the_text_under_it(title: str):
+    # an FAQ .txt: the question is the title of its answer, so every passage of a long answer
+    # carries it (before, a first line ending in "?" or ")" counted as a sentence: only the first
+    # passage held the question and the others lost what they answer)
+    text = f"{title}\n\n" + EN
+    chunks = chunk_document(Document((Section(text),), "text"), settings()).chunks
+    assert len(chunks) > 1
+    assert all(c.headings == (title,) for c in chunks)
+    assert all(c.embed_text.startswith(title + "\n") for c in chunks)
 
 
 def test_a_first_line_that_is_a_sentence_is_not_taken_for_a_title():

@@ -280,6 +280,25 @@ async def test_a_file_deleted_while_a_query_reads_its_record_is_not_in_that_quer
         assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_file_deleted_while_the_rerank_model_orders_a_query_is_not_in_that_querys_answer(
+        host: FakePlugin, mode: str):
+    """The delete lands after the query read every record it returns, while the rerank model
+    orders them: the last step before the answer still drops the file."""
+    async with a_kb(host, {"solar": SOLAR}, still_indexing=False) as harness:
+        asked, release = asyncio.Event(), asyncio.Event()
+        harness.host.invoke_rerank = held(  # type: ignore[method-assign]
+            harness.host.invoke_rerank, every_call, asked, release)
+        query = asyncio.ensure_future(harness.retrieve(
+            KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10, "rerank_model_uuid": "rr"}))
+        await until(asked, query)
+        try:
+            assert await harness.component.delete_document(KB, "solar") is True
+        finally:
+            release.set()
+        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+
+
 @STILL_INDEXING
 async def test_a_file_whose_reupload_fails_while_a_query_searches_is_not_in_that_querys_answer(
         host: FakePlugin, still_indexing: bool):

@@ -15,6 +15,7 @@ from lucidrag.ingestion.document import Document, Section
 
 from ._common import clean_text, clip_heading
 from .archive import ArchiveBudget, check_office_container, parse_zip
+from .faqtext import question_answer_sections
 
 logger = logging.getLogger(__name__)
 
@@ -290,9 +291,14 @@ def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int =
     return _finalise(document)
 
 
+# JSON's "key: value" lines are data, whatever a key is called
+_NO_QUESTION_ANSWER_TEXT = frozenset({"json", "jsonl"})
+
+
 def _finalise(document: Document) -> Document:
     sections = []
     changed = False
+    faq_text = document.format not in _NO_QUESTION_ANSWER_TEXT
     for section in document.sections:
         text = clean_text(section.text)
         headings = tuple(clip_heading(h) for h in section.headings)
@@ -301,6 +307,15 @@ def _finalise(document: Document) -> Document:
             if not text:
                 continue
             section = replace(section, text=text, headings=headings)
+        pairs = question_answer_sections(section) if faq_text else None
+        if pairs is not None:
+            changed = True
+            untitled = not section.headings and len(pairs[-1].headings) == 1  # (no title line either)
+            if untitled and not document.title and not any(s.headings for s in sections):
+                # an untitled FAQ is named "FAQ" (as an FAQ sheet of a CSV is), not by its first question
+                document = replace(document, title="FAQ")
+            sections.extend(replace(s, headings=tuple(clip_heading(h) for h in s.headings)) for s in pairs)
+            continue
         sections.append(section)
     if not sections:
         raise ParseError("No text found in this file. Upload a file that contains text.")

@@ -1,0 +1,95 @@
+"""FAQs written as text ("Q: … / A: …", "问：… / 答：…") in .txt, Markdown and Word files: each
+question heads its answer's passages, as an FAQ sheet's rows do, and what is not such an FAQ is
+left as it was."""
+
+from __future__ import annotations
+
+import io
+
+import docx
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag.base.settings import CreationSettings
+from lucidrag.ingestion.chunking import chunk_document
+from lucidrag.ingestion.parsing import parse_bytes
+from tests.conftest import Harness
+from tests.test_faq_sheets import en_pairs, zh_pairs
+
+KB = "kb-faq-text"
+
+
+def faq_text(pairs: list[tuple[str, str, str]], question_mark: str, answer_mark: str, title: str = "") -> str:
+    head = f"{title}\n\n" if title else ""
+    return head + "\n\n".join(f"{question_mark}{q}\n{answer_mark}{a}" for q, _, a in pairs) + "\n"
+
+
+def faq_docx(pairs: list[tuple[str, str, str]]) -> bytes:
+    document = docx.Document()
+    document.add_heading("Customer service", level=1)
+    for question, _, answer in pairs:
+        document.add_paragraph(f"Q: {question}")
+        document.add_paragraph(f"A: {answer}")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def embed_texts(data: bytes, name: str) -> list[str]:
+    return [c.embed_text for c in chunk_document(parse_bytes(data, name), CreationSettings("m")).chunks]
+
+
+@pytest.mark.parametrize(("question_mark", "answer_mark"), [("Q: ", "A: "), ("**Q1.** ", "**A1.** "), ("Question: ", "")])
+def test_every_passage_of_a_text_faq_starts_with_its_own_question(question_mark: str, answer_mark: str):
+    text = faq_text(en_pairs(), question_mark, answer_mark, title="Acme help centre")
+    chunks = embed_texts(text.encode(), "faq.txt")
+    for question, _, answer in en_pairs():
+        (chunk,) = [c for c in chunks if answer in c]  # one pair, one passage
+        assert chunk.startswith(f"Acme help centre › {question}\n{answer}")
+        assert sum(q in chunk for q, _, _ in en_pairs()) == 1
+
+
+def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_question():
+    text = faq_text(zh_pairs(), "问：", "答：")
+    document = parse_bytes(text.encode("gbk"), "常见问题.txt")
+    assert [s.headings for s in document.sections] == [(q,) for q, _, _ in zh_pairs()]
+    assert [s.text for s in document.sections] == [a for _, _, a in zh_pairs()]
+    assert document.title == "FAQ"
+
+
+def test_a_word_faq_keeps_its_heading_above_each_question():
+    chunks = embed_texts(faq_docx(en_pairs()[:6]), "faq.docx")
+    assert [c.split("\n", 1)[0] for c in chunks] == [f"Customer service › {q}" for q, _, _ in en_pairs()[:6]]
+
+
+def test_a_markdown_faq_under_a_section_heading_is_read_pair_by_pair():
+    text = "# Billing\n\n" + faq_text(en_pairs()[:3], "- **Q:** ", "  **A:** ")
+    document = parse_bytes(text.encode(), "billing.md")
+    assert [s.headings for s in document.sections] == [("Billing", q) for q, _, _ in en_pairs()[:3]]
+    assert all(not s.text.startswith(("*", "A")) for s in document.sections)
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("choices.txt", "Pick a plan:\nA. Basic\nB. Pro\nC. Enterprise\n"),  # a lettered list has no question
+    ("interview.txt", "Notes of the call.\n\nQ: When does the pilot start?\nA: In May.\n\nThe rest was small talk.\n"),
+    ("draft.txt", "Q: How do I reset my password?\nQ: How do I cancel my subscription?\nA: Open Settings.\n"),
+    ("config.json", '{"q": "How do I reset my password?", "a": "Open Settings.", '
+                    '"q2": {"q": "How do I cancel?", "a": "Write to us."}}'),
+])
+def test_text_that_is_not_a_question_answer_list_is_left_as_it_was(name: str, text: str):
+    # one question alone, a question without its answer, JSON keys: no FAQ sections, no FAQ name
+    document = parse_bytes(text.encode(), name)
+    assert not any(len(s.headings) and s.headings[-1].startswith("How") for s in document.sections)
+    assert document.title != "FAQ"
+
+
+async def test_a_question_in_other_words_finds_its_answer_in_a_text_faq(harness: Harness):
+    result = await harness.ingest(KB, "help.txt", faq_text(en_pairs(), "Q: ", "A: ", title="Acme help centre").encode())
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    for question, _, answer in en_pairs()[::4]:
+        verb, noun = question.removeprefix("How do I ").removesuffix("?").split(" my ")
+        for mode in ("keyword", "hybrid"):
+            texts = await harness.texts(KB, f"what steps to {verb} {noun}",
+                                        settings={"search_mode": mode, "source_line": False})
+            assert texts[0].startswith(f"Acme help centre › {question}") and answer in texts[0], (mode, texts[0][:100])
+            assert sum(q in texts[0] for q, _, _ in en_pairs()) == 1  # its own pair, no neighbour's

@@ -49,8 +49,10 @@ def test_every_passage_of_a_text_faq_starts_with_its_own_question(question_mark:
         assert sum(q in chunk for q, _, _ in en_pairs()) == 1
 
 
-def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_question():
-    text = faq_text(zh_pairs(), "问：", "答：")
+@pytest.mark.parametrize(("question_mark", "answer_mark"), [("问：", "答："), ("【问】", "【答】"), ("问题1、", "回答：")])
+def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_question(question_mark: str,
+                                                                                   answer_mark: str):
+    text = faq_text(zh_pairs(), question_mark, answer_mark)
     document = parse_bytes(text.encode("gbk"), "常见问题.txt")
     assert [s.headings for s in document.sections] == [(q,) for q, _, _ in zh_pairs()]
     assert [s.text for s in document.sections] == [a for _, _, a in zh_pairs()]

@@ -4,8 +4,9 @@ of its answer, as an FAQ sheet's rows do (faq.py): every passage of a long answe
 question it answers, in the embedded text, the keyword index's heading field and the result.
 
 A question is a line that starts with a question mark-word (`Q`, `Question`, `问`, `问题`, …,
-optionally numbered: `Q3.`) and a colon, full stop or 、; its answer is every line up to the next
-question, without a leading answer mark-word (`A:`, `Answer:`, `答：`, …) when it has one. A
+optionally numbered: `Q3.`) and a colon, full stop or 、, or in brackets (`【问】`, `[Q]`); its
+answer is every line up to the next question, without a leading answer mark-word (`A:`,
+`Answer:`, `答：`, `【答】`, …) when it has one. A
 section is read this way only when it holds at least MIN_PAIRS questions that each have an
 answer: a lettered list ("A. …", "B. …") has no question line, and a transcript line "Q: …" alone
 is left as it is. Text before the first question stays where it was, except a single short line,
@@ -22,9 +23,10 @@ from lucidrag.ingestion.document import Section
 MIN_PAIRS = 2
 TITLE_MAX_CHARS = 150  # a one-line preamble at most this long is the FAQ's title
 
-# "Q:", "Q3.", "**Q:**", "问：", "问1、"; one way to match each run of spaces (no quadratic backtracking)
-_MARK_END = r"[ \t]*(?:\d{1,3}[ \t]*)?[:：.．、][*_]*[ \t]*"
-_LEAD = r"^[ \t>*_#-]*"  # quote, emphasis, heading or bullet marks before the word
+# "Q:", "Q3.", "**Q:**", "问：", "问1、", "【问】", "[Q]"; one way to match each run of spaces (no
+# quadratic backtracking)
+_MARK_END = r"[ \t]*(?:\d{1,3}[ \t]*)?(?:[:：.．、]|[】\]][:：]?)[*_]*[ \t]*"
+_LEAD = r"^[ \t>*_#-]*[【\[]?"  # quote, emphasis, heading or bullet marks, a bracket before the word
 _QUESTION = re.compile(_LEAD + r"(?:q|question|问|问题|提问|問|問題|提問)" + _MARK_END + r"(?P<text>\S.*)$",
                        re.IGNORECASE)
 _ANSWER = re.compile(_LEAD + r"(?:a|answer|答|答案|回答|答复|答覆|回覆)" + _MARK_END, re.IGNORECASE)

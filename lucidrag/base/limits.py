@@ -36,6 +36,9 @@ WIDE_TABLE_HEADER_SHARE = 0.5
 PAD_COLUMNS = 64
 # A heading is prefixed to every chunk under it: longer headings are clipped to this.
 MAX_HEADING_CHARS = 100
+# A text's first line (chunking) or the line above an FAQ's first question (faqtext) is its
+# title only up to this many characters.
+TITLE_MAX_CHARS = 150
 # A JSON leaf's "path.to.key" prefix is clipped (keeping its end) to this many characters.
 MAX_JSON_PATH_CHARS = 200
 

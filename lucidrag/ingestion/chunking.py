@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from semantic_text_splitter import TextSplitter
 
-from lucidrag.base.limits import LONG_LINE_FACTOR, WIDE_TABLE_HEADER_SHARE
+from lucidrag.base.limits import LONG_LINE_FACTOR, TITLE_MAX_CHARS, WIDE_TABLE_HEADER_SHARE
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.document import Document, Section
 
@@ -56,15 +56,6 @@ _PARAGRAPH, _LINE, _SENTENCE, _CLAUSE, _WORD, _CHAR = range(6)
 _CUT_COST = (0.0, 1.0, 2.0, 6.0, 40.0, 60.0)
 _SENTENCE_END = frozenset(".!?。！？…\"'”’)）」』")
 _CLAUSE_END = frozenset(";；,，、:：")
-# A plain-text document's first line is its title when it is short, does not end in a clause mark
-# ("Note:", "First,": the text has begun) and a blank line separates it from the text (the usual
-# "Title\n\nText" of .txt files). A sentence mark does not make it text: an FAQ's question titles
-# its answer, a paper's title may end with a period, a name with its abbreviation ("Liver function
-# tests (LFT)"). When such lines counted as text, only the first passage held them: MedQuAD FAQ
-# entries (1,471 of 1,935 files: questions, bracketed names) nDCG@10 vector 0.6428 -> 0.6672,
-# keyword 0.5236 -> 0.5747, hybrid 0.6474 -> 0.6671; SciFact (1,657 titles ending in a period)
-# vector 0.7259 -> 0.7381, hybrid 0.7839 -> 0.7855 (docs/BENCHMARKS.md).
-TITLE_MAX_CHARS = 150
 # Formats whose every line names its own path ("backup.retention_days: 14"): a small file of
 # these is one chunk, not a piece per key that holds half an answer.
 SELF_DESCRIBING_FORMATS = frozenset({"json", "jsonl"})
@@ -132,6 +123,15 @@ def with_title_line(document: Document, size: int) -> Document:
     return replace(document, sections=_with_title(document, size))
 
 
+# A plain-text document's first line is its title when it is short (TITLE_MAX_CHARS), does not
+# end in a clause mark ("Note:", "First,": the text has begun) and a blank line separates it from
+# the text (the usual "Title\n\nText" of .txt files). A sentence mark does not make it text: an
+# FAQ's question titles its answer, a paper's title may end with a period, a name with its
+# abbreviation ("Liver function tests (LFT)"). When such lines counted as text, only the first
+# passage held them: MedQuAD FAQ entries (1,471 of 1,935 files: questions, bracketed names)
+# nDCG@10 vector 0.6428 -> 0.6672, keyword 0.5236 -> 0.5747, hybrid 0.6474 -> 0.6671; SciFact
+# (1,657 titles ending in a period) vector 0.7259 -> 0.7381, hybrid 0.7839 -> 0.7855
+# (docs/BENCHMARKS.md).
 def _with_title(document: Document, size: int) -> tuple[Section, ...]:
     """Make a headless document's title line the heading of the text under it, so it stays with
     that text in every chunk (embedding and display) and is scored as a heading field. Not in

@@ -6,22 +6,21 @@ question it answers, in the embedded text, the keyword index's heading field and
 A question is a line that starts with a question mark-word (`Q`, `Question`, `问`, `问题`, …,
 optionally numbered: `Q3.`) and a colon, full stop or 、, or in brackets (`【问】`, `[Q]`); its
 answer is every line up to the next question, without a leading answer mark-word (`A:`,
-`Answer:`, `答：`, `【答】`, …) when it has one. A
-section is read this way only when it holds at least MIN_PAIRS questions that each have an
-answer: a lettered list ("A. …", "B. …") has no question line, and a transcript line "Q: …" alone
-is left as it is. Text before the first question stays where it was, except a single short line,
-which is the FAQ's title and heads every pair.
+`Answer:`, `答：`, `【答】`, …) when it has one. A section is read this way only when it holds at
+least MIN_PAIRS questions that each have an answer: a lettered list ("A. …", "B. …") has no
+question line, and a transcript line "Q: …" alone is left as it is. Text before the first
+question stays where it was, except a single short line, which is the FAQ's title and heads
+every pair.
 """
 
 from __future__ import annotations
 
 import re
 
-from lucidrag.base.limits import MAX_HEADING_CHARS
+from lucidrag.base.limits import MAX_HEADING_CHARS, TITLE_MAX_CHARS
 from lucidrag.ingestion.document import Section
 
 MIN_PAIRS = 2
-TITLE_MAX_CHARS = 150  # a one-line preamble at most this long is the FAQ's title
 
 # "Q:", "Q3.", "**Q:**", "问：", "问1、", "【问】", "[Q]"; one way to match each run of spaces (no
 # quadratic backtracking)

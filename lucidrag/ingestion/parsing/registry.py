@@ -310,7 +310,7 @@ def _finalise(document: Document) -> Document:
         pairs = question_answer_sections(section) if faq_text else None
         if pairs is not None:
             changed = True
-            untitled = not section.headings and len(pairs[-1].headings) == 1  # (no title line either)
+            untitled = len(pairs[-1].headings) == 1  # its question alone: no heading or title line above
             if untitled and not document.title and not any(s.headings for s in sections):
                 # an untitled FAQ is named "FAQ" (as an FAQ sheet of a CSV is), not by its first question
                 document = replace(document, title="FAQ")

@@ -20,8 +20,10 @@ KB = "kb-faq-text"
 
 
 def faq_text(pairs: list[tuple[str, str, str]], question_mark: str, answer_mark: str, title: str = "") -> str:
+    """The pairs as text; "{n}" in a mark numbers it."""
     head = f"{title}\n\n" if title else ""
-    return head + "\n\n".join(f"{question_mark}{q}\n{answer_mark}{a}" for q, _, a in pairs) + "\n"
+    return head + "\n\n".join(f"{question_mark.format(n=n)}{q}\n{answer_mark.format(n=n)}{a}"
+                                for n, (q, _, a) in enumerate(pairs, 1)) + "\n"
 
 
 def faq_docx(pairs: list[tuple[str, str, str]]) -> bytes:
@@ -39,7 +41,7 @@ def embed_texts(data: bytes, name: str) -> list[str]:
     return [c.embed_text for c in chunk_document(parse_bytes(data, name), CreationSettings("m")).chunks]
 
 
-@pytest.mark.parametrize(("question_mark", "answer_mark"), [("Q: ", "A: "), ("**Q1.** ", "**A1.** "), ("Question: ", "")])
+@pytest.mark.parametrize(("question_mark", "answer_mark"), [("Q: ", "A: "), ("**Q{n}.** ", "**A{n}.** "), ("Question: ", ""), ("{n}. ", "")])
 def test_every_passage_of_a_text_faq_starts_with_its_own_question(question_mark: str, answer_mark: str):
     text = faq_text(en_pairs(), question_mark, answer_mark, title="Acme help centre")
     chunks = embed_texts(text.encode(), "faq.txt")
@@ -49,7 +51,8 @@ def test_every_passage_of_a_text_faq_starts_with_its_own_question(question_mark:
         assert sum(q in chunk for q, _, _ in en_pairs()) == 1
 
 
-@pytest.mark.parametrize(("question_mark", "answer_mark"), [("问：", "答："), ("【问】", "【答】"), ("问题1、", "回答：")])
+@pytest.mark.parametrize(("question_mark", "answer_mark"),
+                         [("问：", "答："), ("【问】", "【答】"), ("问题1、", "回答："), ("{n}、", "答："), ("{n}. ", "")])
 def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_question(question_mark: str,
                                                                                    answer_mark: str):
     text = faq_text(zh_pairs(), question_mark, answer_mark)
@@ -75,6 +78,11 @@ def test_a_markdown_faq_under_a_section_heading_is_read_pair_by_pair():
     ("choices.txt", "Pick a plan:\nA. Basic\nB. Pro\nC. Enterprise\n"),  # a lettered list has no question
     ("interview.txt", "Notes of the call.\n\nQ: When does the pilot start?\nA: In May.\n\nThe rest was small talk.\n"),
     ("draft.txt", "Q: How do I reset my password?\nQ: How do I cancel my subscription?\nA: Open Settings.\n"),
+    ("homework.txt", "Questions for Monday\n1. How do I reset my password?\n2. How do I cancel my subscription?\n"),
+    ("agenda.txt", "1. Budget\n2. How do I reset my password?\n3. Any other business\n"),
+    # numbered headings, some of them questions: "2. Installation" is no answer to question 1
+    ("manual.txt", "1. How do I reset my password?\nHold the button.\n\n2. Installation\nBolt it to the wall.\n\n"
+                   "3. How do I cancel my subscription?\nWrite to us.\n"),
     ("config.json", '{"q": "How do I reset my password?", "a": "Open Settings.", '
                     '"q2": {"q": "How do I cancel?", "a": "Write to us."}}'),
 ])

@@ -4,13 +4,15 @@ of its answer, as an FAQ sheet's rows do (faq.py): every passage of a long answe
 question it answers, in the embedded text, the keyword index's heading field and the result.
 
 A question is a line that starts with a question mark-word (`Q`, `Question`, `问`, `问题`, …,
-optionally numbered: `Q3.`) and a colon, full stop or 、, or in brackets (`【问】`, `[Q]`); its
-answer is every line up to the next question, without a leading answer mark-word (`A:`,
-`Answer:`, `答：`, `【答】`, …) when it has one. A section is read this way only when it holds at
-least MIN_PAIRS questions that each have an answer: a lettered list ("A. …", "B. …") has no
-question line, and a transcript line "Q: …" alone is left as it is. Text before the first
-question stays where it was, except a single short line, which is the FAQ's title and heads
-every pair.
+optionally numbered: `Q3.`) and a colon, full stop or 、, or in brackets (`【问】`, `[Q]`); in a
+section without such lines, a numbered line that ends in a question mark ("1. How do I …?",
+"2、如何…？"). Its answer is every line up to the next question, without a leading answer
+mark-word (`A:`, `Answer:`, `答：`, `【答】`, …) when it has one. A section is read this way only
+when it holds at least MIN_PAIRS questions that each have an answer (numbered ones numbered one
+after another: in "1. What is in the box? … 2. Installation … 3. How do I reset? …" the numbers
+are headings): a lettered list ("A. …", "B. …") has no question line, a numbered list of
+questions has no answers, and a transcript line "Q: …" alone is left as it is. Text before the first question stays where it was, except a
+single short line, which is the FAQ's title and heads every pair.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ _LEAD = r"^[ \t>*_#-]*[【\[]?"  # quote, emphasis, heading or bullet marks, a b
 _QUESTION = re.compile(_LEAD + r"(?:q|question|问|问题|提问|問|問題|提問)" + _MARK_END + r"(?P<text>\S.*)$",
                        re.IGNORECASE)
 _ANSWER = re.compile(_LEAD + r"(?:a|answer|答|答案|回答|答复|答覆|回覆)" + _MARK_END, re.IGNORECASE)
+# "1. How do I …?", "2、如何…？", "(3) …?", "四、…？": a numbered line ending in a question mark
+_NUMBERED_QUESTION = re.compile(r"^[ \t>*_#-]*[(（]?(?P<number>\d{1,3}|[一二三四五六七八九十]{1,3})[ \t]*[.．、)）][*_]*"
+                                r"[ \t]*(?P<text>\S.*[?？])[*_ \t]*$")
+_HAN_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
 
 
 def question_answer_sections(section: Section) -> list[Section] | None:
@@ -36,20 +42,36 @@ def question_answer_sections(section: Section) -> list[Section] | None:
     if section.is_table or section.picture is not None:
         return None
     lines = section.text.split("\n")
-    starts = [i for i, line in enumerate(lines) if _QUESTION.match(line)]
+    for question_line in (_QUESTION, _NUMBERED_QUESTION):  # marked questions first
+        first, pairs = _pairs(lines, question_line)
+        if pairs:
+            return _sections(section, "\n".join(lines[:first]).strip(), pairs)
+    return None
+
+
+def _pairs(lines: list[str], question_line: re.Pattern[str]) -> tuple[int, list[tuple[str, str]]]:
+    """(first question's line, [(question, answer)]), or (0, []) unless every question of at least
+    MIN_PAIRS has an answer."""
+    starts = [i for i, line in enumerate(lines) if question_line.match(line)]
     if len(starts) < MIN_PAIRS:
-        return None
+        return 0, []
+    if question_line is _NUMBERED_QUESTION and not _consecutive(
+            [_number(question_line.match(lines[i]).group("number")) for i in starts]):  # type: ignore[union-attr]
+        return 0, []  # other numbered items between them ("2. Installation"): headings, not an FAQ
     pairs: list[tuple[str, str]] = []
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        question = _QUESTION.match(lines[start]).group("text").strip(" \t*_")  # type: ignore[union-attr]
+        question = question_line.match(lines[start]).group("text").strip(" \t*_")  # type: ignore[union-attr]
         answer = _without_answer_mark(lines[start + 1 : end]).strip()
         if not question or not answer:
-            return None  # a question without an answer: not an FAQ written this way
+            return 0, []  # a question without an answer: not an FAQ written this way
         pairs.append((question, answer))
+    return starts[0], pairs
+
+
+def _sections(section: Section, preamble: str, pairs: list[tuple[str, str]]) -> list[Section]:
     headings = section.headings
     out: list[Section] = []
-    preamble = "\n".join(lines[: starts[0]]).strip()
     if preamble and not headings and "\n" not in preamble and len(preamble) <= TITLE_MAX_CHARS:
         headings = (preamble,)
     elif preamble:
@@ -59,6 +81,20 @@ def question_answer_sections(section: Section) -> list[Section] | None:
             answer = f"{question}\n{answer}"
         out.append(Section(answer, (*headings, question), section.page))
     return out
+
+
+def _number(numeral: str) -> int:
+    """1-999 in Arabic digits, 1-99 in Chinese numerals (十二, 二十, 二十三)."""
+    if numeral.isdigit():
+        return int(numeral)
+    tens, _, units = numeral.rpartition("十")
+    if "十" not in numeral:
+        return _HAN_DIGITS.get(numeral, 0) if len(numeral) == 1 else 0
+    return (_HAN_DIGITS.get(tens, 0) if tens else 1) * 10 + (_HAN_DIGITS.get(units, 0) if units else 0)
+
+
+def _consecutive(numbers: list[int]) -> bool:
+    return all(b == a + 1 for a, b in zip(numbers, numbers[1:]))
 
 
 def _without_answer_mark(lines: list[str]) -> str:

@@ -62,6 +62,23 @@ def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_questi
     assert document.title == "FAQ"
 
 
+def chinese_numeral(n: int) -> str:
+    digits = "一二三四五六七八九"
+    tens, units = divmod(n, 10)
+    return ((digits[tens - 1] if tens > 1 else "") + "十" if tens else "") + (digits[units - 1] if units else "")
+
+
+def test_questions_numbered_in_chinese_numerals_one_after_another_are_read_pair_by_pair():
+    questions = [f"第{n}号柜门打不开怎么办？" for n in range(1, 24)]
+    text = "\n\n".join(f"{chinese_numeral(n)}、{q}\n请联系前台，报上柜号 {n}。" for n, q in enumerate(questions, 1))
+    assert [chinese_numeral(n) for n in (1, 10, 11, 20, 23)] == ["一", "十", "十一", "二十", "二十三"]
+    document = parse_bytes(text.encode(), "柜门.txt")
+    assert [s.headings for s in document.sections] == [(q,) for q in questions]
+    # a numeral skipped ("二、安装" is a heading, not a question): numbered headings, not an FAQ
+    manual = "一、柜门打不开怎么办？\n请联系前台。\n\n二、安装\n用螺栓固定。\n\n三、钥匙丢了怎么办？\n补办钥匙。\n"
+    assert all(not s.headings for s in parse_bytes(manual.encode(), "手册.txt").sections)
+
+
 def test_a_word_faq_keeps_its_heading_above_each_question():
     chunks = embed_texts(faq_docx(en_pairs()[:6]), "faq.docx")
     assert [c.split("\n", 1)[0] for c in chunks] == [f"Customer service › {q}" for q, _, _ in en_pairs()[:6]]

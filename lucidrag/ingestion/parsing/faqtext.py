@@ -32,7 +32,8 @@ _QUESTION = re.compile(_LEAD + r"(?:q|question|问|问题|提问|問|問題|提�
                        re.IGNORECASE)
 _ANSWER = re.compile(_LEAD + r"(?:a|answer|答|答案|回答|答复|答覆|回覆)" + _MARK_END, re.IGNORECASE)
 # "1. How do I …?", "2、如何…？", "(3) …?", "四、…？": a numbered line ending in a question mark
-_NUMBERED_QUESTION = re.compile(r"^[ \t>*_#-]*[(（]?(?P<number>\d{1,3}|[一二三四五六七八九十]{1,3})[ \t]*[.．、)）][*_]*"
+_HAN_NUMERAL = "[一二三四五六七八九]?十[一二三四五六七八九]?|[一二三四五六七八九]"  # 1-99
+_NUMBERED_QUESTION = re.compile(r"^[ \t>*_#-]*[(（]?(?P<number>\d{1,3}|" + _HAN_NUMERAL + r")[ \t]*[.．、)）][*_]*"
                                 r"[ \t]*(?P<text>\S.*[?？])[*_ \t]*$")
 _HAN_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九", 1)}
 
@@ -84,13 +85,13 @@ def _sections(section: Section, preamble: str, pairs: list[tuple[str, str]]) -> 
 
 
 def _number(numeral: str) -> int:
-    """1-999 in Arabic digits, 1-99 in Chinese numerals (十二, 二十, 二十三)."""
+    """1-999 in Arabic digits, 1-99 in Chinese numerals (九, 十二, 二十, 二十三)."""
     if numeral.isdigit():
         return int(numeral)
-    tens, _, units = numeral.rpartition("十")
-    if "十" not in numeral:
-        return _HAN_DIGITS.get(numeral, 0) if len(numeral) == 1 else 0
-    return (_HAN_DIGITS.get(tens, 0) if tens else 1) * 10 + (_HAN_DIGITS.get(units, 0) if units else 0)
+    tens, ten, units = numeral.partition("十")
+    if not ten:
+        return _HAN_DIGITS[numeral]
+    return (_HAN_DIGITS[tens] if tens else 1) * 10 + (_HAN_DIGITS[units] if units else 0)
 
 
 def _consecutive(numbers: list[int]) -> bool:

@@ -22,6 +22,8 @@ import re
 from lucidrag.base.limits import MAX_HEADING_CHARS, TITLE_MAX_CHARS
 from lucidrag.ingestion.document import Section
 
+from ._common import clip_heading
+
 MIN_PAIRS = 2
 
 # "Q:", "Q3.", "**Q:**", "问：", "问1、", "【问】", "[Q]"; one way to match each run of spaces (no
@@ -53,34 +55,35 @@ def question_answer_sections(section: Section) -> list[Section] | None:
 def _pairs(lines: list[str], question_line: re.Pattern[str]) -> tuple[int, list[tuple[str, str]]]:
     """(first question's line, [(question, answer)]), or (0, []) unless every question of at least
     MIN_PAIRS has an answer."""
-    starts = [i for i, line in enumerate(lines) if question_line.match(line)]
-    if len(starts) < MIN_PAIRS:
+    found = [(i, match) for i, line in enumerate(lines) if (match := question_line.match(line))]
+    if len(found) < MIN_PAIRS:
         return 0, []
-    if question_line is _NUMBERED_QUESTION and not _consecutive(
-            [_number(question_line.match(lines[i]).group("number")) for i in starts]):  # type: ignore[union-attr]
+    if question_line is _NUMBERED_QUESTION and not _consecutive([_number(m.group("number")) for _, m in found]):
         return 0, []  # other numbered items between them ("2. Installation"): headings, not an FAQ
     pairs: list[tuple[str, str]] = []
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        question = question_line.match(lines[start]).group("text").strip(" \t*_")  # type: ignore[union-attr]
+    for n, (start, match) in enumerate(found):
+        end = found[n + 1][0] if n + 1 < len(found) else len(lines)
+        question = match.group("text").strip(" \t*_")
         answer = _without_answer_mark(lines[start + 1 : end]).strip()
         if not question or not answer:
             return 0, []  # a question without an answer: not an FAQ written this way
         pairs.append((question, answer))
-    return starts[0], pairs
+    return found[0][0], pairs
 
 
 def _sections(section: Section, preamble: str, pairs: list[tuple[str, str]]) -> list[Section]:
+    """The preamble (as a title or a section of its own) and a section per pair, its headings
+    clipped as every parser's are (`clip_heading`)."""
     headings = section.headings
     out: list[Section] = []
     if preamble and not headings and "\n" not in preamble and len(preamble) <= TITLE_MAX_CHARS:
-        headings = (preamble,)
+        headings = (clip_heading(preamble),)
     elif preamble:
         out.append(Section(preamble, section.headings, section.page))
     for question, answer in pairs:
         if len(question) > MAX_HEADING_CHARS:  # the heading is clipped: the text keeps it whole
             answer = f"{question}\n{answer}"
-        out.append(Section(answer, (*headings, question), section.page))
+        out.append(Section(answer, (*headings, clip_heading(question)), section.page))
     return out
 
 

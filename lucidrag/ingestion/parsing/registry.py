@@ -314,7 +314,7 @@ def _finalise(document: Document) -> Document:
             if untitled and not document.title and not any(s.headings for s in sections):
                 # an untitled FAQ is named "FAQ" (as an FAQ sheet of a CSV is), not by its first question
                 document = replace(document, title="FAQ")
-            sections.extend(replace(s, headings=tuple(clip_heading(h) for h in s.headings)) for s in pairs)
+            sections.extend(pairs)  # headings clipped there, as above
             continue
         sections.append(section)
     if not sections:

@@ -261,6 +261,19 @@ async def test_a_file_deleted_while_a_query_searches_is_not_in_that_querys_answe
         assert "solar" not in await answered_files(restarted(host), SOLAR_QUESTION, mode), mode
 
 
+async def answered_when_deleted_meanwhile(harness: Harness, settings: dict[str, Any], reached: asyncio.Event,
+                                          release: asyncio.Event) -> list[str]:
+    """The files a query for SOLAR_QUESTION answers when "solar" is deleted (and the delete
+    succeeds) while the query waits at `reached`, until `release`."""
+    query = asyncio.ensure_future(harness.retrieve(KB, SOLAR_QUESTION, settings=settings))
+    await until(reached, query)
+    try:
+        assert await harness.component.delete_document(KB, "solar") is True
+    finally:
+        release.set()
+    return [entry.metadata["file_id"] for entry in (await query).results]
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_file_deleted_while_a_query_reads_its_record_is_not_in_that_querys_answer(
         host: FakePlugin, mode: str):
@@ -270,14 +283,8 @@ async def test_a_file_deleted_while_a_query_reads_its_record_is_not_in_that_quer
         read, release = asyncio.Event(), asyncio.Event()
         harness.host.get_plugin_storage = answer_held(  # type: ignore[method-assign]
             harness.host.get_plugin_storage, once(is_record_of("solar")), read, release)  # the record before the delete
-        query = asyncio.ensure_future(
-            harness.retrieve(KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10}))
-        await until(read, query)
-        try:
-            assert await harness.component.delete_document(KB, "solar") is True
-        finally:
-            release.set()
-        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+        answered = await answered_when_deleted_meanwhile(harness, {"search_mode": mode, "top_k": 10}, read, release)
+        assert "solar" not in answered
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -289,14 +296,9 @@ async def test_a_file_deleted_while_the_rerank_model_orders_a_query_is_not_in_th
         asked, release = asyncio.Event(), asyncio.Event()
         harness.host.invoke_rerank = held(  # type: ignore[method-assign]
             harness.host.invoke_rerank, every_call, asked, release)
-        query = asyncio.ensure_future(harness.retrieve(
-            KB, SOLAR_QUESTION, settings={"search_mode": mode, "top_k": 10, "rerank_model_uuid": "rr"}))
-        await until(asked, query)
-        try:
-            assert await harness.component.delete_document(KB, "solar") is True
-        finally:
-            release.set()
-        assert "solar" not in [entry.metadata["file_id"] for entry in (await query).results]
+        answered = await answered_when_deleted_meanwhile(
+            harness, {"search_mode": mode, "top_k": 10, "rerank_model_uuid": "rr"}, asked, release)
+        assert "solar" not in answered
 
 
 @STILL_INDEXING

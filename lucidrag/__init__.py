@@ -1,3 +1,3 @@
 """LucidRAG: the knowledge-base engine behind the LangBot plugin, testable without a host."""
 
-__version__ = "0.2.2"
+__version__ = "0.3.0"

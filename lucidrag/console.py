@@ -12,8 +12,9 @@ or raises `ConsoleError` with a message for the operator.
 
 from __future__ import annotations
 
-import logging
 import asyncio
+import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from lucidrag.state.records import FileRecord
 from lucidrag.state.saved_settings import load_creation_settings
 from lucidrag.state.storage_keys import (
     failure_file_ids,
+    is_file_id,
     journal_file_ids,
     kb_ids,
     query_log_blocks,
@@ -216,13 +218,13 @@ class Console:
     async def chunks(self, body: Mapping[str, Any]) -> dict[str, Any]:
         ref = await self._kb(body)
         state = await self._state(ref.kb_id)
-        file_id = str(body.get("file_id") or "")
+        file_id = _file_id(body)
         record = (await state.file_records(self.host, ref.kb_id, [file_id])).get(file_id) \
             if file_id in state.known_files() else None
         if record is None:
             raise ConsoleError("This file has no chunks in this knowledge base (failed, deleted or never ingested).")
-        offset = max(0, _int(body.get("offset"), 0))
-        limit = min(MAX_PREVIEW, max(1, _int(body.get("limit"), 50)))
+        offset = _number(body.get("offset"), 0, 0, len(record.chunks))
+        limit = _number(body.get("limit"), 50, 1, MAX_PREVIEW)
         return {
             "file_id": record.file_id,
             "title": record.name,
@@ -242,7 +244,7 @@ class Console:
         query = str(body.get("query") or "").strip()
         if not query:
             raise ConsoleError("Type a question or some words to search for.")
-        top_k = min(MAX_TOP_K, max(1, _int(body.get("top_k"), SEARCH_TOP_K)))
+        top_k = _number(body.get("top_k"), SEARCH_TOP_K, 1, MAX_TOP_K)
         settings = await load_creation_settings(self.host, ref.kb_id) or {}
         model = str(settings.get("embedding_model_uuid") or "")
         # Without a known embedding model only the keyword half can run; chunking settings play no
@@ -299,9 +301,13 @@ class Console:
 
     # ------------------------------------------------------------------ questions asked
     async def _query_log(self, kb_id: str) -> QueryLog:
-        """The KB's query log, everything recorded saved first (so the view survives a restart)."""
-        log = self.engine.installation(self.installation_id).query_log(kb_id)
-        await log.save(self.host, query_log_blocks(await self._storage_keys(), kb_id), force=True)
+        """The KB's query log, everything recorded saved first (so the view survives a restart;
+        what cannot be saved is shown all the same)."""
+        inst = self.engine.installation(self.installation_id)
+        log = inst.query_log(kb_id)
+        blocks = query_log_blocks(await self._storage_keys(), kb_id)
+        with inst.bookkeeping.guard("saving the query log"):
+            await log.save(self.host, blocks, force=True)
         return log
 
     async def analytics(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -315,6 +321,7 @@ class Console:
         records = await state.file_records(self.host, ref.kb_id, named)
         names = {fid: record.name or f"{(record.format or 'unknown').upper()} file" for fid, record in records.items()}
         now = time.time()
+        failures = self.engine.installation(self.installation_id).bookkeeping
         return {
             "kb_id": ref.kb_id,
             "questions": [entry_row(e) for e in entries],
@@ -322,6 +329,8 @@ class Console:
             "capacity": log.capacity,
             "unreadable": not log.loaded,  # older questions in storage could not be read (yet)
             "windows": {name: summary(entries, now - seconds, known, names) for name, seconds in WINDOWS.items()},
+            # the query logs' own errors (every KB of this installation, since the plugin started)
+            "bookkeeping_errors": {"count": failures.count, "last": failures.last, "last_at": failures.last_at},
         }
 
     async def export_questions(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -346,7 +355,7 @@ class Console:
         ref = await self._kb(body)
         action = str(body.get("action") or "")
         if action == "remove_orphan_vectors":
-            return await self._remove_orphan_vectors(ref.kb_id, str(body.get("file_id") or ""),
+            return await self._remove_orphan_vectors(ref.kb_id, _file_id(body),
                                                      body.get("langbot_status") == "interrupted")
         if action == "retry_saving_records":
             return await self._retry_saving_records(ref.kb_id)
@@ -529,8 +538,33 @@ def _hit_row(hit: Hit) -> dict[str, Any]:
     }
 
 
-def _int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
+def _number(value: Any, default: int, low: int, high: int) -> int:
+    """A number of the page's request as an int in [low, high]: a number out of the range is
+    clamped to it; what is not a finite number (null, a boolean, NaN, 1e400 -- JSON's reader
+    makes it infinity --, text that is not an integer) gives `default`."""
+    if isinstance(value, bool):
         return default
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:  # not an integer, or more digits than Python converts
+            return default
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return default
+        value = int(value)
+    if not isinstance(value, int):
+        return default
+    return min(high, max(low, value))
+
+
+def _file_id(body: Mapping[str, Any]) -> str:
+    """The request's file id ("": none given); a ConsoleError if it cannot be one (it would name
+    another key)."""
+    file_id = body.get("file_id")
+    if file_id is None or file_id == "":
+        return ""
+    if not isinstance(file_id, str) or not is_file_id(file_id):
+        raise ConsoleError(f"{str(file_id)[:80]!r} is not a file id: LucidRAG file ids contain no '/' or '#'. "
+                           "Nothing was changed; choose the file from the console's list.")
+    return file_id

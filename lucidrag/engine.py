@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from lucidrag.base.alongside import beside, hook_scope
+from lucidrag.base.bookkeeping import BookkeepingFailures, storable
 from lucidrag.base.budget import IngestDeadlines, bounded, budget, hook_budget, remaining
 from lucidrag.base.errors import LucidRagError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe, is_kb_gone
@@ -73,6 +74,7 @@ class Installation:
     settings_saved: set[str] = field(default_factory=set)  # KBs whose creation settings this process saved
     query_logs: dict[str, QueryLog] = field(default_factory=dict)  # the console's recent questions per KB
     deleted_kbs: set[str] = field(default_factory=set)  # KBs deleted in this process: no log is kept for them
+    bookkeeping: BookkeepingFailures = field(default_factory=BookkeepingFailures)  # errors of the query logs
     unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
     previous_writes_until: float = 0.0  # a host call of the previous process may land until then
 
@@ -109,7 +111,8 @@ def _in_hook_scope(hook: Callable[Concatenate[Engine, HostApi, str, P], Awaitabl
         inst = self.installation(installation_id)
         with noting_unanswered_writes(inst.unanswered_writes):
             async with hook_scope():
-                self._save_query_logs_beside(host, inst, eager=hook.__name__ != "retrieve")
+                with inst.bookkeeping.guard("saving the query logs"):
+                    self._save_query_logs_beside(host, inst, eager=hook.__name__ != "retrieve")
                 return await hook(self, host, installation_id, *args, **kwargs)
     return run
 
@@ -163,7 +166,8 @@ class Engine:
                        retrieval_settings: Mapping[str, Any], filters: Mapping[str, Any] | None,
                        log: bool = True) -> list[Hit]:
         """The hits for `query`. With `log` (a user's question, not the console's), the question
-        is recorded in the KB's query log as the retrieval setting `query_log` says."""
+        is recorded in the KB's query log as the retrieval setting `query_log` says; whatever
+        fails there is counted in `Installation.bookkeeping`, never raised."""
         started = time.monotonic()
         settings = parse_retrieval_settings(retrieval_settings)
         inst = self.installation(installation_id)
@@ -171,10 +175,12 @@ class Engine:
             hits = await self._retrieve(host, inst, kb_id, collection_id, query, creation_settings, settings, filters)
         except LucidRagError as error:
             if log:
-                _log_query(inst, kb_id, query, settings, started, [], str(error))
+                with inst.bookkeeping.guard("the query log"):
+                    _log_query(inst, kb_id, query, settings, started, [], str(error))
             raise
         if log:
-            _log_query(inst, kb_id, query, settings, started, hits)
+            with inst.bookkeeping.guard("the query log"):
+                _log_query(inst, kb_id, query, settings, started, hits)
         return hits
 
     async def _retrieve(self, host: HostApi, inst: Installation, kb_id: str, collection_id: str, query: str,
@@ -446,19 +452,21 @@ def _log_query(inst: Installation, kb_id: str, query: str, settings: RetrievalSe
     for hit in hits:
         file_id = hit.chunk.file_id
         if file_id not in files and len(files) < TOP_FILES:
-            files[file_id] = (file_id, hit.document_name[:NAME_CHARS], hit.score)
-    entry = QueryEntry(at=time.time(), question=query[:QUESTION_CHARS] if settings.query_log == "text" else "",
-                       digest=question_digest(kb_id, query), mode=settings.search_mode,
+            files[file_id] = (storable(file_id), storable(hit.document_name)[:NAME_CHARS], hit.score)
+    question = storable(query)
+    entry = QueryEntry(at=time.time(), question=question[:QUESTION_CHARS] if settings.query_log == "text" else "",
+                       digest=question_digest(kb_id, question), mode=settings.search_mode,
                        latency_ms=(time.monotonic() - started) * 1000.0, top_k=settings.top_k,
-                       results=len(hits), files=tuple(files.values()), error=error[:QUESTION_CHARS])
+                       results=len(hits), files=tuple(files.values()), error=storable(error)[:QUESTION_CHARS])
     inst.query_log(kb_id).record(entry, settings.query_log_size)
 
 
 async def _save_query_logs(host: HostApi, inst: Installation, eager: bool) -> None:
     """Once this process knows which blocks storage holds (the listing made at its first hook)."""
     for kb_id, log in list(inst.query_logs.items()):
-        if inst.snapshot is not None and log.due(eager):
-            await log.save(host, inst.snapshot.query_log_blocks(kb_id), eager=eager)
+        with inst.bookkeeping.guard("saving the query log"):
+            if inst.snapshot is not None and log.due(eager):
+                await log.save(host, inst.snapshot.query_log_blocks(kb_id), eager=eager)
 
 
 async def _first_writes(store: KbStore, state: KnowledgeBaseState | None,

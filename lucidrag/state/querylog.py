@@ -14,6 +14,10 @@ The oldest block is deleted once the newer ones hold `capacity` entries, so stor
 between `capacity` and `capacity` + one block of entries. After a restart the listed blocks are
 read back before anything is written; questions asked meanwhile are appended after them.
 
+Text is stored as `storable` makes it (base/bookkeeping.py: a lone surrogate becomes U+FFFD); the
+engine records a question under `BookkeepingFailures.guard`, so an error here never reaches the
+question's answer.
+
 Privacy: no chat user id, session or sender is ever taken. The question's text is kept unless
 the retrieval setting `query_log` says "hash" (then only a short digest, to count repeats) or
 "off" (nothing is recorded).
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lucidrag.base.alongside import stopping
+from lucidrag.base.bookkeeping import storable
 from lucidrag.base.host import HostApi
 from lucidrag.state.storage_keys import query_log_block_key
 from lucidrag.state.store import PART_SIZE, StorageReadFailed, delete_value, put_value, read_value, run_bounded
@@ -49,7 +54,7 @@ _FORMAT = b"Q1"
 def question_digest(kb_id: str, question: str) -> str:
     """A short digest of the question with case and spacing normalised: counts repeats without
     keeping the text (someone who guesses a question can still check it)."""
-    normalised = " ".join(question.lower().split())
+    normalised = " ".join(storable(question).lower().split())
     return hashlib.sha256(f"{kb_id}\n{normalised}".encode()).hexdigest()[:16]
 
 
@@ -129,7 +134,7 @@ class QueryLog:
         self.kb_id = kb_id
         self.capacity: int | None = None  # the retrieval setting, known once a question is recorded
         self._blocks: list[_Block] = []
-        self._pending: list[QueryEntry] = []  # recorded before the stored blocks were read
+        self._pending: list[tuple[QueryEntry, bytes]] = []  # recorded (and encoded) before the stored blocks were read
         self._next_number = 0
         self._to_delete: set[int] = set()  # block numbers whose stored value is to go
         self._last_write: float | None = None
@@ -140,15 +145,17 @@ class QueryLog:
 
     # ---------------------------------------------------------------- in memory
     def record(self, entry: QueryEntry, capacity: int) -> None:
+        """Keep `entry`. Raises (and keeps nothing) if it cannot be encoded: encoded at once, so
+        that a bad entry fails its own question's bookkeeping, never a later save."""
+        encoded = entry.encode()
         self.capacity = capacity
         if not self.loaded:
-            self._pending = [*self._pending[-(capacity - 1):], entry] if capacity > 1 else [entry]
+            self._pending = [*self._pending[-(capacity - 1):], (entry, encoded)] if capacity > 1 else [(entry, encoded)]
             return
-        self._append(entry)
+        self._append(entry, encoded)
         self._trim(capacity)
 
-    def _append(self, entry: QueryEntry) -> None:
-        encoded = entry.encode()
+    def _append(self, entry: QueryEntry, encoded: bytes) -> None:
         if not self._blocks or not self._blocks[-1].fits(encoded):
             self._blocks.append(_Block(self._next_number))
             self._next_number += 1
@@ -165,7 +172,7 @@ class QueryLog:
 
     def entries(self) -> list[QueryEntry]:
         """The newest `capacity` questions (all kept while it is not known), newest first."""
-        out = list(reversed(self._pending))
+        out = [entry for entry, _ in reversed(self._pending)]
         for block in reversed(self._blocks):
             out.extend(reversed(block.entries))
         return out if self.capacity is None else out[: self.capacity]
@@ -256,8 +263,8 @@ class QueryLog:
         self._next_number = max([self._next_number, *(n + 1 for n in numbers)])
         self.loaded, self.load_failed = True, False
         pending, self._pending = self._pending, []
-        for entry in pending:
-            self._append(entry)
+        for entry, encoded in pending:
+            self._append(entry, encoded)
         if self.capacity is not None:
             self._trim(self.capacity)
         return True

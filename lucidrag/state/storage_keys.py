@@ -31,6 +31,12 @@ def meta_key(kb_id: str) -> str:
     return kb_prefix(kb_id) + "meta"
 
 
+def is_file_id(file_id: str) -> bool:
+    """Whether `file_id` names one file in the keys: not empty, no "/" (a key's separator) and
+    no "#" (a part's marker: "<file>#0" names part 0 of file <file>'s record)."""
+    return bool(file_id) and "/" not in file_id and "#" not in file_id
+
+
 def file_record_key(kb_id: str, file_id: str) -> str:
     return f"{kb_prefix(kb_id)}file/{file_id}"
 

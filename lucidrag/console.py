@@ -35,7 +35,16 @@ from lucidrag.state.failures import FailureRecord, forget_failure, list_failures
 from lucidrag.state.kbstate import PROBE_FILE_ID, KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.querylog import QueryLog
-from lucidrag.state.querystats import WINDOWS, entry_row, summary, to_csv, to_json
+from lucidrag.state.querystats import (
+    WINDOWS,
+    entry_row,
+    summary,
+    to_csv,
+    to_json,
+    unanswered,
+    unanswered_csv,
+    unanswered_json,
+)
 from lucidrag.state.records import FileRecord
 from lucidrag.state.saved_settings import load_creation_settings
 from lucidrag.state.storage_keys import (
@@ -334,13 +343,20 @@ class Console:
         }
 
     async def export_questions(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Every kept question (`list` "questions", the default) or what the knowledge base could
+        not answer among them (`list` "unanswered": one row per question, with its count), as CSV
+        or JSON text the page shows for copying."""
         ref = await self._kb(body)
         entries = (await self._query_log(ref.kb_id)).entries()
         kind = "csv" if body.get("format") == "csv" else "json"
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        return {"filename": f"lucidrag-questions-{stamp}.{kind}", "count": len(entries),
-                "mime": "text/csv" if kind == "csv" else "application/json",
-                "content": to_csv(entries) if kind == "csv" else to_json(entries)}
+        mime = "text/csv" if kind == "csv" else "application/json"
+        if body.get("list") == "unanswered":
+            gaps = unanswered(entries)
+            return {"filename": f"lucidrag-unanswered-{stamp}.{kind}", "count": len(gaps), "mime": mime,
+                    "list": "unanswered", "content": unanswered_csv(gaps) if kind == "csv" else unanswered_json(gaps)}
+        return {"filename": f"lucidrag-questions-{stamp}.{kind}", "count": len(entries), "mime": mime,
+                "list": "questions", "content": to_csv(entries) if kind == "csv" else to_json(entries)}
 
     async def clear_questions(self, body: Mapping[str, Any]) -> dict[str, Any]:
         ref = await self._kb(body)

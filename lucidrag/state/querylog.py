@@ -66,7 +66,7 @@ class QueryEntry:
     mode: str  # hybrid | vector | keyword
     latency_ms: float  # the plugin's own work on it
     top_k: int
-    results: int  # how many results it got
+    results: int  # passages given to the bot (0: nothing found, see querystats.nothing_found)
     files: tuple[tuple[str, str, float], ...] = ()  # (file id, document name, best score), best first
     error: str = ""  # why it failed, if it did
 

@@ -77,6 +77,7 @@ class Installation:
     bookkeeping: BookkeepingFailures = field(default_factory=BookkeepingFailures)  # errors of the query logs
     unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
     previous_writes_until: float = 0.0  # a host call of the previous process may land until then
+    not_tool_kbs: dict[str, float] = field(default_factory=dict)  # KBs the agent tools found not ours, until when
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)
@@ -207,6 +208,15 @@ class Engine:
             embedder = Embedder(host, inst.cache, inst.batch_sizes)
             request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
             return await retrieve(host, state, embedder, request)
+
+    @_in_hook_scope
+    async def read_kb(self, host: HostApi, installation_id: str, kb_id: str,
+                      read: Callable[[KnowledgeBaseState], Awaitable[R]]) -> R:
+        """`read(state)` once the KB's state is loaded: the agent tools' reads (file lists, the
+        passages around one), which change nothing but caches."""
+        state = self.installation(installation_id).kb(kb_id)
+        await state.ensure_loaded(host, kb_id)  # collection id = KB uuid
+        return await read(state)
 
     async def _open_collection(self, host: HostApi, inst: Installation, state: KnowledgeBaseState,
                                collection_id: str, model: str, query: str) -> bool:

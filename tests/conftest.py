@@ -11,6 +11,7 @@ made after the hook returned is refused with RuntimeError('Plugin invocation has
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from langbot_plugin.api.definition.components.tool.tool import Tool
+from langbot_plugin.api.entities.builtin.provider.session import Session
 from langbot_plugin.api.entities.builtin.rag.context import (
     RetrievalContext,
     RetrievalResponse,
@@ -41,7 +44,7 @@ import lucidrag.engine  # noqa: E402
 from lucidrag.index import segindex  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
-from tests.fakes import FakeHost, ingestion_context  # noqa: E402
+from tests.fakes import FakeHost, HostKnowledgeBase, QueryScopedActions, ingestion_context  # noqa: E402
 
 MODEL = "embed-model-1"
 WORKSPACE = "workspace-1"
@@ -148,6 +151,27 @@ class Harness:
             filters=filters or {},
         )
         return await self.component.retrieve(context)
+
+    def knowledge_base_in_langbot(self, kb_id: str, name: str, retrieval_settings: dict[str, Any] | None = None,
+                                  workspace: str | None = None) -> HostKnowledgeBase:
+        """LangBot's row of this installation's KB `kb_id`: what its query-scoped actions answer
+        (fakes.QueryScopedActions), retrieving through this installation's retrieve hook."""
+        if self.host.queries is None:
+            self.host.queries = QueryScopedActions()
+        workspace = workspace or getattr(self.binding, "workspace_uuid", None) or WORKSPACE
+        return self.host.queries.add_knowledge_base(HostKnowledgeBase(
+            kb_id, name, workspace, retrieval_settings=dict(retrieval_settings or {}),
+            creation_settings={"embedding_model_uuid": MODEL}, engine=self.component.retrieve))
+
+    async def call_tool(self, tool: Tool, params: Any, query_id: Any, query_uuid: str | None = None) -> str:
+        """As the SDK's CALL_TOOL handler calls a tool (cli/run/handler.py): a Session, the query
+        reference (`query_uuid` only to a `call` that declares it), in this installation's invocation."""
+        tool.plugin = self.host  # type: ignore[assignment]
+        session = Session.model_validate({"launcher_type": "person", "launcher_id": "user-1"})
+        kwargs: dict[str, Any] = {"session": session, "query_id": query_id}
+        if "query_uuid" in inspect.signature(tool.call).parameters:
+            kwargs["query_uuid"] = query_uuid
+        return await self.invoke(lambda: tool.call(params, **kwargs))
 
     async def texts(self, kb_id: str, query: str, **kwargs: Any) -> list[str]:
         response = await self.retrieve(kb_id, query, **kwargs)

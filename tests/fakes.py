@@ -21,6 +21,15 @@ plugin really receives: LangBot 4.11.2 wraps provider errors as "[EmbeddingError
 
 `LoopStallMonitor` measures the longest time the event loop did not run a scheduled callback.
 
+Plugin storage is per installation, as LangBot keeps it (owner = the calling installation): calls
+made under an `InstallationBinding` use that installation's storage (`installation_storage`),
+calls without one the dedicated installation's (`storage`).
+
+`QueryScopedActions` answers the actions a Tool reaches through the SDK's `call_action` for the
+query it was called in, as LangBot 4.11.2 does (pkg/plugin/handler.py):
+LIST_PIPELINE_KNOWLEDGE_BASES and RETRIEVE_KNOWLEDGE_BASE without a run id. What it leaves out is
+listed in docs/TESTING.md.
+
 `FakeHost.milvus()` behaves like LangBot's Milvus adapter (pkg/vector/vdbs/milvus.py): COSINE
 similarity as `distance`, only text / file_id / uuid (as chunk_uuid) kept, an insert without
 `uuid` refused, filters on other fields and `$and`/`$or` silently dropped (filter_utils.
@@ -31,17 +40,21 @@ default dimension 1536, and `vector_list` refuses offset + limit > 16384 (Milvus
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import hashlib
 import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from langbot_plugin.api.entities.builtin.rag.context import RetrievalContext, RetrievalResponse
 from langbot_plugin.api.entities.builtin.rag.models import FileMetadata, FileObject, IngestionContext
-from langbot_plugin.api.proxies.invocation import invocation_capability
+from langbot_plugin.api.proxies.invocation import current_binding, invocation_capability
+from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction
 from langbot_plugin.entities.io.errors import (
     ActionCallError,
     ActionCallTimeoutError,
@@ -51,9 +64,10 @@ from langbot_plugin.entities.io.errors import (
 from lucidrag.retrieval.filters import matches
 
 __all__ = ["ActionCallTimeoutError", "ConnectionClosedError", "FakeHost", "HostError", "LoopStallMonitor",
-           "hash_embed"]
+           "QueryScopedActions", "hash_embed"]
 
 DIM = 64
+DEFAULT_WORKSPACE = "workspace-1"  # the workspace of calls made without an installation binding
 
 
 @functools.lru_cache(maxsize=65536)
@@ -123,7 +137,123 @@ BURST_ERRORS: dict[str, str] = {
 
 
 class RuntimeHandler:
-    """Stands in for the SDK's runtime handler: the object invocations are bound to."""
+    """Stands in for the SDK's runtime handler: the object invocations are bound to, and whose
+    `call_action` reaches the host's query-scoped actions (`FakeHost.queries`)."""
+
+    def __init__(self, host: FakeHost | None = None) -> None:
+        self._host = host
+
+    async def call_action(self, action: PluginToRuntimeAction, data: dict[str, Any],
+                          timeout: float | None = 15.0) -> dict[str, Any]:
+        """Like the SDK's Handler.call_action: the answer's data, ActionCallError for an error
+        answer, ActionCallTimeoutError when none came in `timeout`."""
+        if self._host is None or self._host.queries is None:
+            raise ActionCallError(f"{action.value} is not answered by this fake host")
+        try:
+            return await asyncio.wait_for(self._host.queries.answer(self._host, action, dict(data)), timeout)
+        except asyncio.TimeoutError:
+            raise ActionCallTimeoutError(f"Action {action.value} call timed out") from None
+
+
+@dataclass
+class HostKnowledgeBase:
+    """A knowledge base as LangBot holds it: its workspace, its stored retrieval settings, and
+    the retrieve hook of the engine installation it belongs to (None: another engine's KB, which
+    answers `other_engine_results`)."""
+
+    uuid: str
+    name: str
+    workspace: str = DEFAULT_WORKSPACE
+    description: str = ""
+    retrieval_settings: dict[str, Any] = field(default_factory=dict)
+    creation_settings: dict[str, Any] = field(default_factory=dict)
+    engine: Callable[[RetrievalContext], Awaitable[RetrievalResponse]] | None = None
+    other_engine_results: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class HostQuery:
+    """A pipeline query in LangBot's query pool: `knowledge_base_uuids` is its
+    `variables['_knowledge_base_uuids']`, the KBs the pipeline's runner may retrieve from."""
+
+    query_id: int
+    query_uuid: str
+    workspace: str
+    knowledge_base_uuids: list[Any]
+    launcher: str = "person_user-1"
+    bot_uuid: str = "bot-1"
+    sender_id: str = "user-1"
+
+
+class QueryScopedActions:
+    """LangBot 4.11.2's LIST_PIPELINE_KNOWLEDGE_BASES and RETRIEVE_KNOWLEDGE_BASE (no run id) as
+    pkg/plugin/handler.py answers them: the query is looked up by `query_uuid` when given, else by
+    its legacy id, in the calling installation's workspace only; its KB set is its
+    `_knowledge_base_uuids` (strings, in order, duplicates dropped); each KB is looked up in that
+    workspace; a retrieve of a KB outside the set is refused, and otherwise merges the KB's stored
+    retrieval settings under the request's (top_k, filters, session_name, bot_uuid, sender_id),
+    pops `filters`, and calls the KB's engine (pkg/rag/knowledge/kbmgr.py)."""
+
+    def __init__(self) -> None:
+        self.knowledge_bases: dict[str, HostKnowledgeBase] = {}
+        self.pool: dict[str, HostQuery] = {}
+        self.retrieved: list[dict[str, Any]] = []  # every retrieve that reached an engine
+
+    def add_knowledge_base(self, kb: HostKnowledgeBase) -> HostKnowledgeBase:
+        self.knowledge_bases[kb.uuid] = kb
+        return kb
+
+    def start_query(self, knowledge_base_uuids: list[Any], workspace: str = DEFAULT_WORKSPACE) -> HostQuery:
+        query = HostQuery(len(self.pool) + 1, f"query-{len(self.pool) + 1}", workspace, list(knowledge_base_uuids))
+        self.pool[query.query_uuid] = query
+        return query
+
+    def finish_query(self, query: HostQuery) -> None:
+        """The pipeline is done with it: LangBot drops it from the pool."""
+        self.pool.pop(query.query_uuid, None)
+
+    async def answer(self, host: FakeHost, action: PluginToRuntimeAction, data: dict[str, Any]) -> dict[str, Any]:
+        method = {PluginToRuntimeAction.LIST_PIPELINE_KNOWLEDGE_BASES: "list_pipeline_knowledge_bases",
+                  PluginToRuntimeAction.RETRIEVE_KNOWLEDGE_BASE: "retrieve_knowledge_base"}.get(action)
+        if method is None:
+            raise ActionCallError(f"{action.value} is not answered by this fake host")
+        await host._call(method, **data)
+        binding = current_binding(host.plugin_runtime_handler)
+        workspace = getattr(binding, "workspace_uuid", None) or DEFAULT_WORKSPACE
+        query = self._resolve(data, workspace)
+        if query is None:
+            raise ActionCallError(f"Query with query_id {data.get('query_id')} not found")
+        allowed = list(dict.fromkeys(u for u in query.knowledge_base_uuids if isinstance(u, str) and u))
+        if method == "list_pipeline_knowledge_bases":
+            found = [self.knowledge_bases.get(u) for u in allowed]
+            return {"knowledge_bases": [{"uuid": kb.uuid, "name": kb.name, "description": kb.description}
+                                        for kb in found if kb is not None and kb.workspace == workspace]}
+        kb_id = data["kb_id"]
+        if kb_id not in allowed:
+            raise ActionCallError(f"Knowledge base {kb_id} is not configured for this pipeline")
+        kb = self.knowledge_bases.get(kb_id)
+        if kb is None or kb.workspace != workspace:
+            raise ActionCallError(f"Knowledge base {kb_id} not found")
+        settings = {**kb.retrieval_settings, "top_k": data.get("top_k", 5), "filters": data.get("filters") or {},
+                    "session_name": query.launcher, "bot_uuid": query.bot_uuid, "sender_id": query.sender_id}
+        filters = settings.pop("filters")
+        self.retrieved.append({"kb_id": kb_id, "query": data["query_text"], "filters": filters,
+                               "top_k": settings["top_k"]})
+        if kb.engine is None:
+            return {"results": list(kb.other_engine_results)}
+        context = RetrievalContext(query=data["query_text"], knowledge_base_id=kb.uuid, collection_id=kb.uuid,
+                                   retrieval_settings=settings, creation_settings=dict(kb.creation_settings),
+                                   filters=filters)
+        # The runtime sends the engine its own RETRIEVE action: a task of its own, not the tool's.
+        response = await asyncio.create_task(kb.engine(context), context=contextvars.Context())
+        return {"results": [entry.model_dump(mode="json") for entry in response.results]}
+
+    def _resolve(self, data: dict[str, Any], workspace: str) -> HostQuery | None:
+        if data.get("query_uuid") is not None:
+            query = self.pool.get(data["query_uuid"])
+        else:
+            query = next((q for q in self.pool.values() if q.query_id == data.get("query_id")), None)
+        return query if query is not None and query.workspace == workspace else None
 
 
 class LoopStallMonitor:
@@ -180,7 +310,8 @@ class FakeHost:
         self.files: dict[str, bytes] = {}
         self.collections: dict[str, dict[str, tuple[list[float], dict[str, Any]]]] = {}
         self.dims: dict[str, int] = {}
-        self.storage: dict[str, bytes] = {}
+        self.storage: dict[str, bytes] = {}  # the dedicated installation's (calls without a binding)
+        self.installation_storage: dict[str, dict[str, bytes]] = {}  # installation uuid -> its storage
         self.calls: Counter[str] = Counter()
         self.embedded_texts = 0
         self.faults: dict[str, Callable[..., None]] = {}
@@ -197,7 +328,8 @@ class FakeHost:
         # LangBot 4.11.2 deletes a KB's row right after on_knowledge_base_delete returns; from then
         # on every vector call for it fails in rag/service/runtime.py (the vectors stay behind).
         self.deleted_kbs: set[str] = set()
-        self.plugin_runtime_handler = RuntimeHandler()
+        self.plugin_runtime_handler = RuntimeHandler(self)
+        self.queries: QueryScopedActions | None = None  # LangBot's pipeline queries, for Tool calls
         self.rerank_fn: Callable[[str, list[str]], list[float]] | None = None
         # invoke_llm: messages -> reply text (None: the model does not exist, as LangBot answers)
         self.llm_fn: Callable[[list[Any]], str] | None = None
@@ -425,24 +557,30 @@ class FakeHost:
             raise HostError(f"file not found: {storage_path}")
         return self.files[storage_path]
 
+    def _storage(self) -> dict[str, bytes]:
+        """The calling installation's plugin storage."""
+        installation = getattr(current_binding(self.plugin_runtime_handler), "installation_uuid", None)
+        return self.installation_storage.setdefault(installation, {}) if installation else self.storage
+
     async def set_plugin_storage(self, key: str, value: bytes) -> None:
         await self._call("set_plugin_storage", key=key)
-        self.storage[key] = bytes(value)
+        self._storage()[key] = bytes(value)
 
     async def get_plugin_storage(self, key: str) -> bytes:
         self.reads[key] += 1
         await self._call("get_plugin_storage", key=key)
-        if key not in self.storage:
+        storage = self._storage()
+        if key not in storage:
             raise HostError(f"Storage with key {key} not found")  # LangBot 4.11.2's words
-        return self.storage[key]
+        return storage[key]
 
     async def get_plugin_storage_keys(self) -> list[str]:
         await self._call("get_plugin_storage_keys")
-        return list(self.storage)
+        return list(self._storage())
 
     async def delete_plugin_storage(self, key: str) -> None:
         await self._call("delete_plugin_storage", key=key)
-        self.storage.pop(key, None)
+        self._storage().pop(key, None)
 
 
 def ingestion_context(kb_id: str, storage_path: str, data: bytes, document_id: str,

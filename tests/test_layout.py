@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "lucidrag"
 
 # lower number = lower wing; a module may import its own wing and the wings below it
-WING_LEVEL = {"base": 0, "vectors": 1, "index": 1, "state": 2, "ingestion": 3, "retrieval": 3, "": 4}
+WING_LEVEL = {"base": 0, "vectors": 1, "index": 1, "state": 2, "ingestion": 3, "retrieval": 3, "": 4, "agent": 5}
 # siblings on one level stay independent of each other
 SIBLINGS_APART = ({"vectors", "index"}, {"ingestion", "retrieval"})
 

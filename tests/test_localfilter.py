@@ -88,3 +88,23 @@ async def test_a_filter_on_chunk_metadata_asks_for_every_vector_of_the_files_it_
         [(a, 0), (a, 1), (b, 0), (b, 1), (c, 0)])
     assert [(s["filters"], s["top_k"]) for s in searches] == [({"file_id": {"$in": sorted([a, b, c])}}, sum(sizes))]
     assert records_read(back.host, [a, b, c]) == {a, b, c}
+
+
+@pytest.mark.usefixtures("persist_every_segment")  # a restart reads the index, not every record
+async def test_a_filter_on_one_file_and_its_pages_reads_that_files_record_only(monkeypatch: pytest.MonkeyPatch):
+    """What the agent's search sends for "this file, from chunk/page n on": the records of the
+    files it names are read, not those of every file in the KB."""
+    host, (a, b, c), _ = await three_files()
+    monkeypatch.setattr(recordcache, "CACHE_BYTES", 1)
+    for where, named in (({"$and": [{"file_id": a}, {"chunk_index": {"$gte": 1}}]}, {a}),
+                         ({"$and": [{"file_id": {"$in": [a, b]}}, {"chunk_index": {"$gte": 1}}]}, {a, b}),
+                         ({"$or": [{"$and": [{"file_id": a}, {"chunk_index": 1}]},
+                                   {"$and": [{"file_id": b}, {"chunk_index": 2}]}]}, {a, b})):
+        back = restarted(host)
+        response = await back.retrieve(KB, "pump hours", settings=VECTOR, filters=where)
+        assert response.results and {r.metadata["file_id"] for r in response.results} <= named
+        assert records_read(back.host, [a, b, c]) == named, where
+    back = restarted(host)  # a branch of an $or without a file may match any file
+    await back.retrieve(KB, "pump hours", settings=VECTOR,
+                        filters={"$or": [{"file_id": a}, {"chunk_index": 0}]})
+    assert records_read(back.host, [a, b, c]) == {a, b, c}

@@ -62,6 +62,7 @@ def test_built_package_ships_the_plugin_but_not_tests_or_benchmarks(tmp_path):
     names = zipfile.ZipFile(package).namelist()
     assert "manifest.yaml" in names and "lucidrag/engine.py" in names
     assert "components/knowledge_engine/lucid_rag.py" in names
+    assert {"components/tools/kb_tools.py", "components/tools/lucidrag_search.yaml", "lucidrag/agent/scope.py"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/", "docs/"))]
 
 

@@ -42,6 +42,7 @@ HOOK_TIMEOUT_S: dict[str, float] = {
     "create": 30.0,
     "kb_delete": 30.0,
     "console": 30.0,  # the runtime's page API request (the LucidRAG console)
+    "tool": 180.0,  # an agent's tool call (runtime/io/handlers/plugin.py LONG_RUNNING_OPERATION_TIMEOUT)
 }
 # Share of a hook's time kept back from its host calls: the work after the last call (CPU, the
 # answer's way back through the runtime) and a late answer that a call's own timeout allows.

@@ -35,14 +35,17 @@ class Selection:
 
 async def select(host: HostApi, state: KnowledgeBaseState, collection_id: str, where: Mapping[str, Any]) -> Selection:
     """A filter on `file_id` alone needs only the index; one on chunk metadata reads the records
-    of every file (plugin storage, through the state's record cache), so it costs more."""
+    of the files it may match (plugin storage, through the state's record cache): those it names
+    when it is limited to named files (`file_id` and `page`), else every file's, which costs more."""
     if fields_of(where) <= {"file_id"}:
         files = {f for f in state.known_files() if matches(where, {"file_id": f})}
         return Selection(files, None, sum(file_vector_count(state.index.chunk_count(f)) for f in files))
     chunk_ids: set[str] = set()
     files: set[str] = set()
     total = 0
-    records = await state.file_records(host, collection_id, sorted(state.known_files()))
+    named = file_scope(where)
+    candidates = state.known_files() if named is None else state.known_files() & named
+    records = await state.file_records(host, collection_id, sorted(candidates))
     for record in records.values():
         hit = [c.chunk_id for c in record.chunks if matches(where, c.metadata(record.format))]
         if hit:
@@ -113,3 +116,23 @@ def fields_of(where: Mapping[str, Any]) -> set[str]:
         else:
             out.add(key)
     return out
+
+
+def file_scope(where: Mapping[str, Any]) -> set[str] | None:
+    """The only files `where` can match, when it limits `file_id` to named ones (`$eq` / `$in`,
+    under `$and`, or in every branch of an `$or`); None when any file may match."""
+    scopes: list[set[str]] = []
+    for key, value in where.items():
+        if key in ("$and", "$or"):
+            parts = [file_scope(part) for part in value]
+            if key == "$and":
+                scopes.extend(p for p in parts if p is not None)
+            elif parts and all(p is not None for p in parts):
+                scopes.append(set().union(*parts))  # type: ignore[arg-type]
+        elif key == "file_id" and isinstance(value, Mapping) and len(value) == 1:
+            op, operand = next(iter(value.items()))
+            if op == "$eq":
+                scopes.append({operand} if isinstance(operand, str) else set())
+            elif op == "$in":
+                scopes.append({v for v in operand if isinstance(v, str)})
+    return set.intersection(*scopes) if scopes else None

@@ -6,6 +6,11 @@ the passages and their citations) under a heading, so someone without an API key
 knowledge base to a pipeline and read, in the debug chat, exactly what the bot would be told.
 The real-host E2E uses it as its fake LLM: every request is recorded and can be read back.
 
+Scripted tool calls (the real-host E2E of the agent tools): when the request offers `tools` and
+the last user message has a line `CALL <tool name> <JSON arguments>`, the answer is that tool call
+(`finish_reason: "tool_calls"`, OpenAI's `message.tool_calls`); once `tool` messages follow that
+user message, the answer repeats their contents. A model that offers no tools gets the preview.
+
 Endpoints:
   POST /v1/chat/completions, /chat/completions   OpenAI shape; "stream": true answers in SSE chunks
   GET  /v1/models, /models                       a one-model list
@@ -45,6 +50,27 @@ def preview_answer(messages: list[dict]) -> str:
     question = next((message_text(m) for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), "")
     told = "\n\n".join(s for s in system if s.strip()) or "(no system prompt: the runner passed no passages)"
     return f"{HEADING}\n\n{told}\n\n---\nQuestion: {question}"
+
+
+def scripted_tool_call(messages: list[dict], tools: list) -> dict | None:
+    """The tool call a `CALL <name> <json>` line of the last user message asks for, if the request
+    offers tools and no tool has answered since that message."""
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    if not tools or last_user < 0 or any(m.get("role") == "tool" for m in messages[last_user:] if isinstance(m, dict)):
+        return None
+    for line in message_text(messages[last_user]).splitlines():
+        name, _, arguments = line.strip().removeprefix("CALL ").partition(" ")
+        if line.strip().startswith("CALL ") and name:
+            return {"id": "call_" + uuid.uuid4().hex[:12], "type": "function",
+                    "function": {"name": name, "arguments": arguments.strip() or "{}"}}
+    return None
+
+
+def tool_results(messages: list[dict]) -> str | None:
+    """The contents of the `tool` messages after the last user message, if any."""
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    results = [message_text(m) for m in messages[last_user + 1:] if isinstance(m, dict) and m.get("role") == "tool"]
+    return "Tool results:\n" + "\n".join(results) if results else None
 
 
 class Recorder:
@@ -107,19 +133,24 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route {path}"}})
             return
         self.recorder.add(body)
-        answer = preview_answer(body.get("messages") or [])
+        messages = body.get("messages") or []
+        call = scripted_tool_call(messages, body.get("tools") or [])
+        answer = None if call else tool_results(messages) or preview_answer(messages)
         model = body.get("model") or MODEL
         rid, now = "chatcmpl-" + uuid.uuid4().hex[:12], int(time.time())
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         if body.get("stream"):
-            self._stream(rid, now, model, answer, usage)
+            self._stream(rid, now, model, answer, usage, call)
             return
+        message = ({"role": "assistant", "content": None, "tool_calls": [call]} if call
+                   else {"role": "assistant", "content": answer})
         self._send(200, {"id": rid, "object": "chat.completion", "created": now, "model": model,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": answer}}],
+                         "choices": [{"index": 0, "finish_reason": "tool_calls" if call else "stop",
+                                      "message": message}],
                          "usage": usage})
 
-    def _stream(self, rid: str, now: int, model: str, answer: str, usage: dict) -> None:
+    def _stream(self, rid: str, now: int, model: str, answer: str | None, usage: dict,
+                call: dict | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -131,8 +162,12 @@ class Handler(BaseHTTPRequestHandler):
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
             return b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n"
 
-        self.wfile.write(chunk({"role": "assistant", "content": answer}, None))
-        self.wfile.write(chunk({}, "stop"))
+        if call:
+            self.wfile.write(chunk({"role": "assistant", "tool_calls": [{**call, "index": 0}]}, None))
+            self.wfile.write(chunk({}, "tool_calls"))
+        else:
+            self.wfile.write(chunk({"role": "assistant", "content": answer}, None))
+            self.wfile.write(chunk({}, "stop"))
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True

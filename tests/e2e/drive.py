@@ -684,6 +684,10 @@ def journey(args, sc: dict, api: Api, embed: Api, plugin: PluginProc) -> None:
                        or any(norm(f) in norm(result_text(r)) for f in b_facts)]
             R.check(f"[A] '{q['query'][:40]}' returns nothing of KB B", ok and not foreign, err or fmt_hits(foreign or res, kbs, 3))
 
+        # ---- the agent's tools, on pipelines bound to KB A and to KB B (tests/e2e/pipeline.py)
+        if stage:
+            pipeline.agent_tools(stage, sc.get("agent_tools") or {}, kb_a, kb_b)
+
         # ---- no file was ever interrupted
         for kb in kbs:
             recs = list_files(api, kb.uuid) or []

@@ -273,6 +273,13 @@ def generate(out: str) -> dict:
             "deleted": {"query": "What torque does the Zorblatt valve need before the Quenby pump starts?",
                         "expect_text": "47 newton"},
         },
+        # the agent's tools on pipelines bound to KB A and to KB B (tests/e2e/pipeline.py)
+        "agent_tools": {
+            "search": {"query": "How far did the Vantablue glacier advance?", "file": "glacier_report.pdf",
+                       "file_title": "Glaciology field report", "page": 1, "expect_text": "312 metres",
+                       "expect_source": "Glaciology field report"},
+            "kb_b_text": "5150 comets",
+        },
         "creation_settings": {"chunking": "structure", "chunk_size": 512, "chunk_overlap": 64},
         "expect_creation_fields": ["embedding_model_uuid", "chunking", "chunk_size", "chunk_overlap"],
         "expect_retrieval_fields": ["top_k", "search_mode", "vector_weight", "score_threshold",

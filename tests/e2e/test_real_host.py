@@ -169,3 +169,17 @@ def test_browser_journey():
         if ln.startswith("SKIPPED browser."):
             warnings.warn(ln)
     assert passed and not failed, "browser E2E: " + ("\n".join(failed) if failed else "no [PASS] browser.* line")
+
+
+def test_agent_tools_on_the_real_host():
+    """The agent's tools on the real host, run inside the Chroma journey above (tests/e2e/pipeline.py,
+    `agent_tools`): the offline model calls lucidrag_search (OpenAI tool_calls) narrowed to a file
+    and page, the filtered passage reaches the model and the reply; read around and file list; a
+    pipeline bound to KB B cannot read KB A through any tool; one without a LucidRAG KB is refused."""
+    lines = RUN_LINES.get("chroma")
+    if lines is None:
+        pytest.skip("the agent-tools stage runs inside the Chroma journey, which did not run: "
+                    + NOT_RUN.get("chroma", "not selected (-k?)"))
+    mine = [ln for ln in lines if ln.startswith(("[PASS] pipeline.tools:", "[FAIL] pipeline.tools:"))]
+    failed = [ln for ln in mine if ln.startswith("[FAIL]")]
+    assert len(mine) >= 12 and not failed, "agent tools E2E: " + ("\n".join(failed) or f"{len(mine)} checks ran")

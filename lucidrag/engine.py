@@ -77,7 +77,7 @@ class Installation:
     bookkeeping: BookkeepingFailures = field(default_factory=BookkeepingFailures)  # errors of the query logs
     unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
     previous_writes_until: float = 0.0  # a host call of the previous process may land until then
-    not_tool_kbs: dict[str, float] = field(default_factory=dict)  # KBs the agent tools found not ours, until when
+    foreign_kbs: dict[str, float] = field(default_factory=dict)  # KBs the agent tools found not ours: until when
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)

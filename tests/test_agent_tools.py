@@ -271,9 +271,11 @@ async def test_the_query_uuid_is_what_the_host_resolves_and_the_legacy_id_alone_
     query = world.query(PRICES)
     assert (await world.search(query, query="pump"))["searched"] == ["Price lists"]
     assert world.host.calls["list_pipeline_knowledge_bases"] == 1
-    legacy = HostQuery(query.query_id, "", query.workspace, [])  # a host that passes no uuid
-    text = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, legacy.query_id, None)
+    text = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, None)  # no uuid
     assert json.loads(text)["searched"] == ["Price lists"]
+    manuals = world.query(MANUALS)  # given both, LangBot goes by the uuid
+    text = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, manuals.query_uuid)
+    assert json.loads(text)["searched"] == ["Manuals"]
     elsewhere = world.queries.start_query([PRICES], workspace="another-workspace")
     assert await world.search(elsewhere, query="pump") == {"error": scope.NO_KNOWLEDGE_BASE}
 

@@ -221,10 +221,10 @@ class AgentTools:
         record = await self._read(kb, read)
         chunks = [c for c in record.chunks if index - request.before <= c.index <= index + request.after] \
             if record is not None else []
-        if not any(c.index == index for c in chunks):
+        if record is None or not any(c.index == index for c in chunks):
             raise ToolRefusal(PASSAGE_NOT_FOUND)
         rows = [passage(kb_id, file_id, c.index, c.text, c.document_name, c.heading, c.page).row() for c in chunks]
-        return answer({"knowledge_base": kb.label, "file": title_of(record)}, rows, "passages")  # type: ignore[arg-type]
+        return answer({"knowledge_base": kb.label, "file": title_of(record)}, rows, "passages")
 
 
 def _filter_view(titles: list[str], file_format: str, page_from: int | None, page_to: int | None) -> dict[str, Any]:

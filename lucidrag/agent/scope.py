@@ -95,7 +95,7 @@ async def is_ours(host: HostApi, inst: Installation, kb_id: str) -> bool:
         return False
     if kb_id in inst.kbs or kb_id in inst.settings_saved:
         return True
-    if inst.not_tool_kbs.get(kb_id, 0.0) > time.monotonic():
+    if inst.foreign_kbs.get(kb_id, 0.0) > time.monotonic():
         return False
     try:
         ours = await read_value(host, settings_key(kb_id)) is not None
@@ -103,7 +103,7 @@ async def is_ours(host: HostApi, inst: Installation, kb_id: str) -> bool:
         logger.info("tool: kb=%s: plugin storage did not answer (%s)", kb_id, error)
         return False
     if not ours:  # (a KB that is: its reads or its retrieve hook put its state in `inst.kbs`)
-        inst.not_tool_kbs[kb_id] = time.monotonic() + NOT_OURS_RECHECK_S
+        inst.foreign_kbs[kb_id] = time.monotonic() + NOT_OURS_RECHECK_S
     return ours
 
 

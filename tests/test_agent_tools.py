@@ -309,6 +309,23 @@ async def test_a_tool_search_costs_a_retrieve_plus_two_host_actions(world: World
     assert plain - tool == {}
 
 
+async def test_a_knowledge_base_that_fails_to_answer_leaves_the_others_and_says_so(world: World):
+    world.host.fail("retrieve_knowledge_base", when=lambda kb_id, **_: kb_id == MANUALS)
+    found = await world.search(world.query(MANUALS, PRICES), query="pump")
+    assert found["searched"] == ["Manuals", "Price lists"]
+    assert {p["id"].split(":")[0] for p in found["passages"]} == {PRICES}
+    assert found["note"] == "Manuals could not be searched now; try again later."
+
+
+async def test_an_unexpected_failure_is_an_answer_the_model_reads_not_an_exception(world: World,
+                                                                                    monkeypatch: pytest.MonkeyPatch):
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(world.host.engine, "read_kb", broken)
+    assert await world.list_files(world.query(MANUALS)) == {"error": kb_tools.FAILED}
+
+
 # ---------------------------------------------------------------- filters
 
 

@@ -2,7 +2,8 @@
 what plugin storage is read, so that every matching chunk is found on every backend.
 
 A filter on `file_id` alone is answered from the keyword index (no record is read); one on chunk
-metadata reads every file's record and asks the backend for every vector of the files it selects.
+metadata reads every file's record (only the named files' when it also names files) and asks the
+backend for every vector of the files it selects.
 The backend only ever gets `file_id` (one file) or `file_id $in` (several), which every LangBot
 adapter takes. Written against the survivors of a mutation run of localfilter.py
 (docs/TESTING.md).

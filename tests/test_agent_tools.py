@@ -373,6 +373,29 @@ async def test_bad_values_are_clamped_or_explained(world: World):
         "error": "Give `passage_id`: the `id` of a passage that lucidrag_search returned."}
 
 
+async def test_what_the_automatic_search_missed_a_narrowed_search_finds():
+    """Twelve monthly price lists alike: LangBot's automatic retrieval (the top 3 for the user's
+    words) brings three; for any other month the model narrows the search to that month's file."""
+    harness = Harness(ScopedPlugin())
+    await harness.create(PRICES)
+    months = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+              "October", "November", "December"]
+    for n, month in enumerate(months):
+        await harness.ingest(PRICES, f"{month.lower()}.txt",
+                             f"{month} price list\n\nThe pump P-100 costs {1000 + 10 * n} euros.".encode())
+    harness.knowledge_base_in_langbot(PRICES, "Price lists")
+    automatic = " ".join(await harness.texts(PRICES, "how much does the pump cost", settings={"top_k": 3}))
+    missed = [(month, f"{1000 + 10 * n} euros") for n, month in enumerate(months) if month not in automatic]
+    assert len(missed) == 9
+    query = harness.host.queries.start_query([PRICES])  # type: ignore[union-attr]
+    for month, price in missed:
+        found = json.loads(await harness.call_tool(SearchKnowledgeBase(), {
+            "query": "how much does the pump cost", "file": f"{month} price list", "top_k": 3},
+            query.query_id, query.query_uuid))
+        assert [p["source"] for p in found["passages"]] == [f"{month} price list"]
+        assert price in found["passages"][0]["text"]
+
+
 # ---------------------------------------------------------------- output
 
 

@@ -1,24 +1,13 @@
-"""Pictures of text rendered at test time (Pillow + Debian's fonts-wqy-microhei, which .ci/run
-installs), and the scans, office files and mixed PDFs built from them. Also used by
-bench/bench_ocr.py, so the benchmark and the tests read the same kind of page."""
+"""Pictures of text rendered at test time (Pillow + a CJK font, tests/cjk_font.py; .ci/run installs
+Debian's fonts-wqy-microhei), and the scans, office files and mixed PDFs built from them. Also used
+by bench/bench_ocr.py, so the benchmark and the tests read the same kind of page."""
 
 from __future__ import annotations
 
 import io
 import random
-from pathlib import Path
 
-FONT_PATHS = (
-    Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
-    Path("/usr/share/fonts/wqy-microhei/wqy-microhei.ttc"),
-)
-
-
-def font_path() -> Path | None:
-    return next((p for p in FONT_PATHS if p.exists()), None)
-
-
-NO_FONT = "no CJK font (apt-get install fonts-wqy-microhei; .ci/run installs it)"
+from tests.cjk_font import NO_CJK_FONT, chinese_face, cjk_font
 
 
 def render(paragraphs: list[str], *, dpi: int = 150, width_in: float = 8.27, point: float = 12,
@@ -27,9 +16,9 @@ def render(paragraphs: list[str], *, dpi: int = 150, width_in: float = 8.27, poi
     line between paragraphs: what a scanner makes of a printed page at `dpi`."""
     from PIL import Image, ImageDraw, ImageFont
 
-    path = font_path()
-    assert path is not None, NO_FONT
-    font = ImageFont.truetype(str(path), round(point * dpi / 72))
+    path = cjk_font()
+    assert path is not None, NO_CJK_FONT
+    font = ImageFont.truetype(str(path), round(point * dpi / 72), index=chinese_face(path))
     margin = round(0.8 * dpi)
     width = round(width_in * dpi)
     line_height = round(point * dpi / 72 * 1.5)
@@ -168,9 +157,9 @@ class Sheet:
     def __init__(self, *, dpi: int = 150, width_in: float = 8.27, height_in: float = 11.69) -> None:
         from PIL import Image, ImageDraw
 
-        path = font_path()
-        assert path is not None, NO_FONT
-        self._font_path = str(path)
+        path = cjk_font()
+        assert path is not None, NO_CJK_FONT
+        self._font_path = path
         self.dpi = dpi
         self.image = Image.new("RGB", (round(width_in * dpi), round(height_in * dpi)), "white")
         self._draw = ImageDraw.Draw(self.image)
@@ -178,7 +167,8 @@ class Sheet:
     def _font(self, point: float):  # noqa: ANN202 - PIL FreeTypeFont
         from PIL import ImageFont
 
-        return ImageFont.truetype(self._font_path, round(point * self.dpi / 72))
+        size = round(point * self.dpi / 72)
+        return ImageFont.truetype(str(self._font_path), size, index=chinese_face(self._font_path))
 
     def text(self, x: float, y: float, width: float, paragraphs: list[str], *, point: float = 12) -> float:
         """Paragraphs wrapped to `width`, a blank line between them; returns the y below them."""

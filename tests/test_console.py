@@ -28,6 +28,7 @@ from lucidrag.state.storage_keys import (
     meta_key,
 )
 from tests import samples
+from tests.cjk_font import NO_CJK_FONT, cjk_font
 from tests.conftest import MODEL, FakePlugin, Harness
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -411,6 +412,7 @@ def test_a_pictures_first_ocr_line_names_it_only_when_it_reads_as_a_title(ocr_te
     assert title_from(ocr_text) == title
 
 
+@pytest.mark.skipif(cjk_font() is None, reason=NO_CJK_FONT)  # the picture's text is rendered with it
 async def test_an_untitled_picture_is_named_by_type_and_time_to_the_second(harness: Harness, host, page):
     from tests import ocr_samples
 

@@ -19,10 +19,11 @@ from lucidrag.ingestion.parsing.ocr import PICTURE_MARK
 from lucidrag.ingestion.vision import DESCRIPTION_MARK
 from lucidrag.state.records import FileRecord
 from tests import ocr_samples
+from tests.cjk_font import NO_CJK_FONT, cjk_font
 from tests.conftest import Harness
 from tests.test_console import ConsoleHost, api, create_kb, rows
 
-pytestmark = pytest.mark.skipif(ocr_samples.font_path() is None, reason=ocr_samples.NO_FONT)
+pytestmark = pytest.mark.skipif(cjk_font() is None, reason=NO_CJK_FONT)
 
 KB = "kb-ocr"
 KEY = "v1/kb/0123456789abcdef"

@@ -10,10 +10,11 @@ from langbot_plugin.api.entities.builtin.rag.models import DocumentStatus
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.parsing.ocr_layout import OcrLine, join_text, page_lines, read_page
 from tests import ocr_samples
+from tests.cjk_font import NO_CJK_FONT, cjk_font
 from tests.conftest import Harness
 
 KEY = "v1/kb/0123456789abcdef"
-needs_font = pytest.mark.skipif(ocr_samples.font_path() is None, reason=ocr_samples.NO_FONT)
+needs_font = pytest.mark.skipif(cjk_font() is None, reason=NO_CJK_FONT)
 
 
 def _line(text: str, left: float, top: float, right: float, height: float = 30) -> OcrLine:

@@ -9,17 +9,17 @@ from lucidrag.retrieval.sources import language_of, with_source_line
 
 def test_the_source_line_names_the_document_its_heading_path_and_page_once():
     assert with_source_line("Install\nRun setup.exe.", "Field report", "Install", 3) == \
-        "Source: Field report › Install · p. 3\nRun setup.exe."
+        "Source: Field report › Install · p. 3\n\nRun setup.exe."
     # a heading path that starts with the document's name does not repeat it
     assert with_source_line("Field report › Install\nRun setup.exe.", "Field report", "Field report › Install", None) == \
-        "Source: Field report › Install\nRun setup.exe."
-    assert with_source_line("Run setup.exe.", "Field report", "", 3) == "Source: Field report · p. 3\nRun setup.exe."
+        "Source: Field report › Install\n\nRun setup.exe."
+    assert with_source_line("Run setup.exe.", "Field report", "", 3) == "Source: Field report · p. 3\n\nRun setup.exe."
 
 
 def test_content_that_does_not_start_with_the_heading_path_is_kept_whole():
     # e.g. a neighbour window that starts in the section before the hit's
     assert with_source_line("Intro\nWelcome.\nInstall\nRun it.", "Field report", "Install", None) == \
-        "Source: Field report\nIntro\nWelcome.\nInstall\nRun it."
+        "Source: Field report\n\nIntro\nWelcome.\nInstall\nRun it."
 
 
 def test_nothing_to_say_adds_no_line():

@@ -99,6 +99,76 @@ def what_local_agent_tells(response) -> str:
     return "\n".join(f"[{n}] {entry.content[0].text}" for n, entry in enumerate(response.results, 1))
 
 
+ONBOARDING = """# New staff onboarding
+
+## Holidays
+
+Every employee has 25 days of paid holiday a year. Book them in the HR portal before the 1st of the month.
+
+## Equipment
+
+A laptop and a badge are handed out on the first day by the front desk.
+"""
+ROTA = b"day,shift,desk\nMonday,early,front desk\nTuesday,late,front desk\n"
+
+
+def rendered_blocks(markdown: str) -> list[str]:
+    """The blocks LangBot's chat shows for `markdown` (react-markdown + remark-gfm there; CommonMark
+    with GFM tables here): each paragraph's text, and "<table>" for a table."""
+    from markdown_it import MarkdownIt
+
+    blocks, inline = [], False
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type == "table_open":
+            blocks.append("<table>")
+        elif token.type == "paragraph_open":
+            inline = True
+        elif token.type == "inline" and inline:
+            blocks.append(" ".join(token.content.split()))  # a soft line break shows as a space
+            inline = False
+    return blocks
+
+
+def load(path: str):  # noqa: ANN201 - the module at `path` (the preview runner's folder is no package)
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(Path(path).stem, Path(__file__).parent.parent / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def what_the_debug_chat_shows(response, question: str) -> str:
+    """The answer scripts/dev-host.sh's "Knowledge base preview" runner and "retrieval-preview"
+    model put in LangBot's debug chat: the runner's prompt with the passages, verbatim."""
+    runner = load("tests/e2e/fixture_runner/components/runner/kb_preview.py")
+    model = load("scripts/offline_llm.py")
+    prompt = runner.build_system_prompt([runner.passage_text(entry.model_dump()) for entry in response.results], [])
+    return model.preview_answer([{"role": "system", "content": prompt}, {"role": "user", "content": question}])
+
+
+async def test_in_langbots_markdown_chat_each_source_line_stays_a_line_of_its_own(harness: Harness):
+    # A single line break after the source line renders as a space: "[1] Source: New staff
+    # onboarding › Holidays Every employee…" (and a table under it as text).
+    await harness.ingest(KB, "onboarding.md", ONBOARDING.encode(), document_id="onboarding")
+    await harness.ingest(KB, "rota.csv", ROTA, document_id="rota")
+    question = "Which holiday days does every employee have, and who is at the front desk?"
+    response = await harness.retrieve(KB, question, settings={"top_k": 2})
+    assert {entry.metadata["file_id"] for entry in response.results} == {"onboarding", "rota"}
+    sources = [f"[{n}] " + entry.content[0].text.split("\n", 1)[0] for n, entry in enumerate(response.results, 1)]
+    assert all(" Source: " in source for source in sources), sources
+    assert set(sources) <= set(what_local_agent_tells(response).splitlines())  # as plain text: a line each
+    blocks = rendered_blocks(what_the_debug_chat_shows(response, question))
+    for source, entry in zip(sources, response.results):
+        assert source in blocks, (source, blocks)  # rendered: a paragraph of its own
+        after = blocks[blocks.index(source) + 1]
+        if entry.metadata["file_id"] == "rota":
+            assert after == "<table>", blocks  # the passage's table still renders as one
+        else:
+            assert after.startswith("Every employee has 25 days"), blocks
+
+
 @pytest.mark.parametrize("creation", [{}, {"chunking": "parent_child"}])
 async def test_what_a_runner_prints_says_each_passages_source_and_heading_path_once(harness: Harness, creation: dict):
     await harness.ingest(KB, "kettle.md", KETTLE.encode(), settings=creation)
@@ -147,7 +217,7 @@ async def test_the_model_is_told_each_passages_document_heading_and_page_in_its_
     await harness.ingest(KB, "guide.pdf", b"%PDF-1.4", parsed=parsed(*sections))
     response = await harness.retrieve(KB, question, settings={"top_k": 1})
     told = what_local_agent_tells(response)
-    assert told.startswith(f"[1] {source}\n{sections[1][3]}"), told
+    assert told.startswith(f"[1] {source}\n\n{sections[1][3]}"), told
     name = sections[0][0]
     assert told.count(name) == 1 and response.results[0].metadata["document_name"] == name, told
 
@@ -158,7 +228,7 @@ async def test_a_text_file_whose_short_first_line_is_its_title_is_named_by_it(ha
     entry = response.results[0]
     assert entry.metadata["document_name"] == "Tea house opening hours"  # was "TEXT file, <date>"
     assert entry.metadata["citation"] == "TEXT"
-    assert entry.content[0].text == "Source: Tea house opening hours\nThe tea house opens at seven."
+    assert entry.content[0].text == "Source: Tea house opening hours\n\nThe tea house opens at seven."
 
 
 def test_of_two_about_equal_passages_the_one_whose_file_holds_more_of_the_answer_comes_first():

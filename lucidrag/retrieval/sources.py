@@ -1,7 +1,11 @@
 """The source line a passage's content starts with, so that a runner that gives the model only the
 content (LangBot's LocalAgent prints `[n] text`) still tells it where each passage comes from:
 the document's name, its heading path and the page, each said once, labelled in the passage's
-own language (English, Simplified or Traditional Chinese, Japanese)."""
+own language (English, Simplified or Traditional Chinese, Japanese).
+
+A blank line follows it: LangBot's chat renders Markdown, where a single line break joins the
+source line to the passage's first sentence. A blank line keeps it a paragraph of its own there
+(and lets a table or list that opens the passage render as one), and reads the same as plain text."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ LABELS: dict[Language, str] = {"en": "Source: ", "zh_Hans": "来源：", "zh_Han
 PAGE: dict[Language, str] = {"en": "p. {}", "zh_Hans": "第 {} 页", "zh_Hant": "第 {} 頁", "ja": "{} ページ"}
 HEADING_SEPARATOR = " › "  # as between the levels of a heading path (chunking.HEADING_SEPARATOR)
 SAMPLE_CHARS = 400  # the passage's language is told from its first characters
+SOURCE_BREAK = "\n\n"  # between the source line and the passage (see above)
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
@@ -38,8 +43,8 @@ def language_of(text: str) -> Language:
 
 def with_source_line(content: str, document_name: str, heading: str, page: int | None) -> str:
     """`content` (which starts with `heading`, the heading path, on a line of its own when there is
-    one) with that line replaced by the source line: the name (left out when the heading path
-    starts with it), the heading path and the page."""
+    one) with that line replaced by the source line and a blank line: the name (left out when the
+    heading path starts with it), the heading path and the page."""
     body = content[len(heading) + 1:] if heading and content.startswith(heading + "\n") else content
     if heading and body is content:
         heading = ""  # the content does not start with it: the source line names the document only
@@ -48,4 +53,4 @@ def with_source_line(content: str, document_name: str, heading: str, page: int |
     source = HEADING_SEPARATOR.join(path)
     if page:
         source = f"{source} · {PAGE[language].format(page)}" if source else PAGE[language].format(page)
-    return f"{LABELS[language]}{source}\n{body}" if source else content
+    return f"{LABELS[language]}{source}{SOURCE_BREAK}{body}" if source else content

@@ -2,8 +2,8 @@
 
     python tests/e2e/e2e_samples.py OUT_DIR     -> OUT_DIR/*.{txt,md,...} and OUT_DIR/scenario.json
 
-Needs python-docx, python-pptx, openpyxl, reportlab and Pillow (requirements) and the
-fonts-wqy-microhei font (.ci/run installs it) for the scan and the picture. Every file holds
+Needs python-docx, python-pptx, openpyxl, reportlab and Pillow (requirements) and
+a CJK font (tests/cjk_font.py; .ci/run installs one) for the scan and the picture. Every file holds
 one or two made-up facts that no other file has, so a retrieval result can be attributed to
 its file by text as well as by the host file id in its metadata.
 """

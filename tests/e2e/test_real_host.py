@@ -47,6 +47,15 @@ def _why_no_namespace() -> str | None:
     return None
 
 
+def _why_no_cjk_font() -> str | None:
+    """The journey's scan and picture are rendered with tests/cjk_font.py's font (loaded by path:
+    this directory is no package)."""
+    spec = importlib.util.spec_from_file_location("lucidrag_cjk_font", REPO / "tests" / "cjk_font.py")
+    fonts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fonts)
+    return None if fonts.cjk_font() else fonts.NO_CJK_FONT
+
+
 BACKENDS = ["chroma", "milvus", "seekdb"]
 
 
@@ -90,6 +99,10 @@ def _journey(backend: str, db: str, scores_file: Path, tmp_path: Path, capsys) -
     run_name = backend if db == "sqlite" else f"{backend}+{db}"
     if os.environ.get("LUCIDRAG_SKIP_E2E") == "1":
         NOT_RUN[run_name] = "real-host E2E skipped on purpose: LUCIDRAG_SKIP_E2E=1"
+        pytest.skip(NOT_RUN[run_name])
+    why = _why_no_cjk_font()
+    if why:
+        NOT_RUN[run_name] = "real-host E2E renders its scan and picture with a CJK font: " + why
         pytest.skip(NOT_RUN[run_name])
     why = _why_no_namespace()
     if why:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lucidrag.retrieval.sources import language_of, with_source_line
+from lucidrag.retrieval.sources import language_of, split_source_line, with_source_line
 
 
 def test_the_source_line_names_the_document_its_heading_path_and_page_once():
@@ -20,6 +20,13 @@ def test_content_that_does_not_start_with_the_heading_path_is_kept_whole():
     # e.g. a neighbour window that starts in the section before the hit's
     assert with_source_line("Intro\nWelcome.\nInstall\nRun it.", "Field report", "Install", None) == \
         "Source: Field report\n\nIntro\nWelcome.\nInstall\nRun it."
+
+
+def test_the_source_line_and_the_passage_come_apart_again():
+    told = with_source_line("Install\nRun setup.exe.\n\nThen reboot.", "Field report", "Install", 3)
+    assert split_source_line(told) == ("Field report › Install · p. 3", "Run setup.exe.\n\nThen reboot.")
+    assert split_source_line(with_source_line("铁观音产自福建。", "茶叶手册", "", None)) == ("茶叶手册", "铁观音产自福建。")
+    assert split_source_line("Install\nRun setup.exe.") is None
 
 
 def test_nothing_to_say_adds_no_line():

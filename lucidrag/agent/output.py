@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lucidrag.retrieval.sources import LABELS, with_source_line
+from lucidrag.retrieval.sources import split_source_line, with_source_line
 
 MAX_PASSAGE_CHARS = 1500
 MAX_ANSWER_CHARS = 8000
@@ -47,14 +47,10 @@ def passage(kb_id: str, file_id: str, index: int, content: str, document_name: s
             page: int | None, score: float | None = None) -> Passage:
     """`content` as the KB gives it: led by its source line when the KB's `source_line` setting
     is on (the line is taken from it), else by its heading path (the line is made here)."""
-    first, _, rest = content.partition("\n")
-    label = next((label for label in LABELS.values() if first.startswith(label)), None)
-    if label is None:
-        first, _, rest = with_source_line(content, document_name, heading, page).partition("\n")
-        label = next((label for label in LABELS.values() if first.startswith(label)), None)
-    if label is None:  # nothing to name the passage by: no title, heading or page
+    split = split_source_line(content) or split_source_line(with_source_line(content, document_name, heading, page))
+    if split is None:  # nothing to name the passage by: no title, heading or page
         return Passage(passage_id(kb_id, file_id, index), file_id, "", content, score)
-    return Passage(passage_id(kb_id, file_id, index), file_id, first[len(label):], rest, score)
+    return Passage(passage_id(kb_id, file_id, index), file_id, *split, score)
 
 
 def passage_from_result(kb_id: str, entry: Mapping[str, Any]) -> Passage | None:

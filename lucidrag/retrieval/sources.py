@@ -54,3 +54,13 @@ def with_source_line(content: str, document_name: str, heading: str, page: int |
     if page:
         source = f"{source} · {PAGE[language].format(page)}" if source else PAGE[language].format(page)
     return f"{LABELS[language]}{source}{SOURCE_BREAK}{body}" if source else content
+
+
+def split_source_line(content: str) -> tuple[str, str] | None:
+    """(source, passage) of `content` that starts with a source line (the source without its
+    label), else None."""
+    first, _, rest = content.partition("\n")
+    label = next((label for label in LABELS.values() if first.startswith(label)), None)
+    if label is None:
+        return None
+    return first[len(label):], rest.removeprefix("\n")  # the blank line after it

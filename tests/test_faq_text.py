@@ -5,6 +5,7 @@ left as it was."""
 from __future__ import annotations
 
 import io
+from datetime import datetime, timezone
 
 import docx
 import pytest
@@ -12,6 +13,7 @@ from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import chunk_document
+from lucidrag.ingestion.document import document_name
 from lucidrag.ingestion.parsing import parse_bytes
 from tests.conftest import Harness
 from tests.test_faq_sheets import en_pairs, zh_pairs
@@ -53,13 +55,14 @@ def test_every_passage_of_a_text_faq_starts_with_its_own_question(question_mark:
 
 @pytest.mark.parametrize(("question_mark", "answer_mark"),
                          [("问：", "答："), ("【问】", "【答】"), ("问题1、", "回答："), ("{n}、", "答："), ("{n}. ", "")])
-def test_a_chinese_text_faq_without_a_title_is_named_faq_not_by_its_first_question(question_mark: str,
-                                                                                   answer_mark: str):
+def test_a_chinese_text_faq_without_a_title_is_named_as_untitled_files_are_not_by_its_first_question(
+        question_mark: str, answer_mark: str):
     text = faq_text(zh_pairs(), question_mark, answer_mark)
     document = parse_bytes(text.encode("gbk"), "常见问题.txt")
     assert [s.headings for s in document.sections] == [(q,) for q, _, _ in zh_pairs()]
     assert [s.text for s in document.sections] == [a for _, _, a in zh_pairs()]
-    assert document.title == "FAQ"
+    at = datetime(2026, 12, 6, 9, 30, 5, tzinfo=timezone.utc)
+    assert document_name(document, at) == "TEXT file, 2026-12-06 09:30:05 UTC"  # two such FAQs stay apart
 
 
 def chinese_numeral(n: int) -> str:
@@ -107,7 +110,7 @@ def test_text_that_is_not_a_question_answer_list_is_left_as_it_was(name: str, te
     # one question alone, a question without its answer, JSON keys: no FAQ sections, no FAQ name
     document = parse_bytes(text.encode(), name)
     assert not any(len(s.headings) and s.headings[-1].startswith("How") for s in document.sections)
-    assert document.title != "FAQ"
+    assert document.named_by_heading
 
 
 async def test_a_question_in_other_words_finds_its_answer_in_a_text_faq(harness: Harness):

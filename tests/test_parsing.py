@@ -200,14 +200,14 @@ def test_xlsx_sheets_as_markdown_tables():
     assert document.format == "xlsx"
     assert_clean(document)
     staff, notes = document.sections  # the empty sheet produces nothing
-    assert staff.headings == ("Staff",) and staff.page == 1 and staff.is_table
+    assert staff.headings == ("Staff",) and staff.page is None and staff.is_table  # a sheet is no page
     assert staff.text.splitlines() == [
         "| Name | Age | Joined | Score |",
         "| --- | --- | --- | --- |",
         "| Alice | 30 | 2021-03-04 | 9.5 |",
         "| Bob | 41 | 2020-01-02 | 7.25 |",  # 41.0 → 41, midnight datetime → date, empty row skipped
     ]
-    assert notes.headings == ("Notes",) and notes.page == 2
+    assert notes.headings == ("Notes",) and notes.page is None
     assert "| pipe\\|char | line break |" in notes.text
 
 

@@ -28,12 +28,15 @@ class Section:
 @dataclass(frozen=True)
 class Document:
     """A parsed file: ordered sections plus the format it was parsed as (e.g. "pdf", "docx").
-    `title` is the file's own title metadata (PDF Info, DOCX/PPTX core properties), if any."""
+    `title` is the file's own title metadata (PDF Info, DOCX/PPTX core properties), if any.
+    `named_by_heading` is False where the first heading does not name the file (an untitled FAQ's
+    is its first question)."""
 
     sections: tuple[Section, ...]
     format: str
     metadata: dict[str, str | int] = field(default_factory=dict)
     title: str = ""
+    named_by_heading: bool = True
 
     @property
     def text(self) -> str:
@@ -60,9 +63,10 @@ def document_name(document: Document, ingested_at: datetime) -> str:
 
 
 def document_title(document: Document) -> str:
-    """The document's own title: its title metadata, else its first heading, else ""."""
+    """The document's own title: its title metadata, else its first heading (where that names it),
+    else ""."""
     title = _clean_title(document.title)
-    if title:
+    if title or not document.named_by_heading:
         return title
     for section in document.sections:
         for heading in section.headings:

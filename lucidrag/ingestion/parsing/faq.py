@@ -67,8 +67,7 @@ def _cell(row: list[str], index: int) -> str:
     return " ".join(row[index].split()) if index < len(row) else ""
 
 
-def faq_sections(header: list[str], columns: FaqColumns, rows: Iterable[list[str]],
-                 page: int | None = None) -> Iterator[Section]:
+def faq_sections(header: list[str], columns: FaqColumns, rows: Iterable[list[str]]) -> Iterator[Section]:
     """One section per question–answer pair of the rows under `header`."""
     others = [i for i in range(len(header)) if i not in (columns.question, columns.answer, *columns.alternates)]
     alternate_label = header[columns.alternates[0]].strip(_TRIM) if columns.alternates else ""
@@ -81,7 +80,7 @@ def faq_sections(header: list[str], columns: FaqColumns, rows: Iterable[list[str
                 pending.answer.append(answer)  # the answer goes on in this row
             continue
         if pending is not None:
-            yield pending.section(page)
+            yield pending.section()
             pending = None
         if not answer:
             continue
@@ -89,7 +88,7 @@ def faq_sections(header: list[str], columns: FaqColumns, rows: Iterable[list[str
         pending = _Pair(question, [f"{alternate_label}: {' / '.join(alternates)}"] if alternates else [], [answer],
                         [f"{header[i].strip()}: {_cell(row, i)}" for i in others if _cell(row, i) and header[i].strip()])
     if pending is not None:
-        yield pending.section(page)
+        yield pending.section()
 
 
 @dataclass
@@ -99,6 +98,5 @@ class _Pair:
     answer: list[str]
     others: list[str]
 
-    def section(self, page: int | None) -> Section:
-        return Section(text="\n".join([*self.alternates, *self.answer, *self.others]), headings=(self.question,),
-                       page=page)
+    def section(self) -> Section:
+        return Section(text="\n".join([*self.alternates, *self.answer, *self.others]), headings=(self.question,))

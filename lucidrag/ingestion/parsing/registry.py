@@ -312,8 +312,9 @@ def _finalise(document: Document) -> Document:
             changed = True
             untitled = len(pairs[-1].headings) == 1  # its question alone: no heading or title line above
             if untitled and not document.title and not any(s.headings for s in sections):
-                # an untitled FAQ is named "FAQ" (as an FAQ sheet of a CSV is), not by its first question
-                document = replace(document, title="FAQ")
+                # an untitled FAQ is named like any untitled file (as an FAQ sheet of a CSV is), not
+                # by its first question
+                document = replace(document, named_by_heading=False)
             sections.extend(pairs)  # headings clipped there, as above
             continue
         sections.append(section)

@@ -1,8 +1,10 @@
 """Spreadsheets (.xlsx/.xlsm/.xls/.xlsb/.ods via python-calamine) and delimited text (.csv/.tsv).
 
-Each sheet becomes one Markdown table section (header = first non-empty row, page = sheet
-number, heading = sheet name), unless its header names a question and an answer column: then
-each question–answer pair is a section of its own (faq.py). Rows are streamed one at a time."""
+Each sheet becomes one Markdown table section (header = first non-empty row), unless its header
+names a question and an answer column: then each question–answer pair is a section of its own
+(faq.py). A sheet is not a page: passages carry no page number. In a workbook of several sheets
+with data each section's heading path starts with its sheet's name; a single sheet adds nothing to
+it (its name, unless a default one like "Sheet1", names the file). Rows are streamed one at a time."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import io
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document, Section
@@ -74,26 +77,37 @@ def format_cell(value: object) -> str:
 _DEFAULT_SHEET = re.compile(r"(sheet|工作表|表)\s*\d*", re.IGNORECASE)
 
 
-def sheet_sections(rows: Iterable[list[str]], headings: tuple[str, ...], page: int | None) -> tuple[list[Section], bool]:
-    """A sheet's sections and whether it is an FAQ: one per question–answer pair, or one table."""
+def sheet_sections(rows: Iterable[list[str]]) -> list[Section]:
+    """A sheet's sections: one per question–answer pair of an FAQ (headed by its question), or one
+    table without a heading."""
     rows = iter(rows)
     header = next((row for row in rows if any(cell.strip() for cell in row)), None)
     if header is None:
-        return [], False
+        return []
     columns = faq_columns(header)
     if columns is not None:
-        return list(faq_sections(header, columns, rows, page)), True
+        return list(faq_sections(header, columns, rows))
     writer = TableWriter()
     writer.add_row(header)
     for row in rows:
         writer.add_row(row)
-    return [Section(text=writer.render(), headings=headings, page=page, is_table=True)], False
+    return [Section(text=writer.render(), is_table=True)]
 
 
-def _faq_title(sheet_names: Iterable[str]) -> str:
-    """An FAQ file's name: its FAQ sheet's own name, unless that is a default one ("Sheet1")."""
-    named = [n.strip() for n in sheet_names if n.strip() and not _DEFAULT_SHEET.fullmatch(n.strip())]
-    return named[0] if named else "FAQ"
+def _named(sheet: str) -> str:
+    """A sheet's own name, or "" for a default one ("Sheet1", "工作表1")."""
+    return "" if _DEFAULT_SHEET.fullmatch(sheet) else sheet
+
+
+def _under_sheets(sheets: list[tuple[str, list[Section]]]) -> list[Section]:
+    """The sheets' sections in order, each headed by its sheet's name when several sheets hold data;
+    a single table sheet by its own name only (its passages then say it once, as the file's name)."""
+    if len(sheets) == 1:
+        name, sections = sheets[0]
+        if sections[0].is_table and _named(name):
+            return [replace(sections[0], headings=(name,))]
+        return sections
+    return [replace(section, headings=(name, *section.headings)) for name, sections in sheets for section in sections]
 
 
 def _cells(rows: Iterable[list[object]]) -> Iterator[list[str]]:
@@ -122,32 +136,30 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
             "Excel/WPS/LibreOffice, save it as .xlsx again, then upload it."
         ) from None
 
-    sections: list[Section] = []
+    sheets: list[tuple[str, list[Section]]] = []  # (name, sections) of the sheets with data
     skipped: list[str] = []
-    faq_sheets: list[str] = []
     try:
         for number, name in enumerate(workbook.sheet_names, start=1):
             try:
-                sheet = workbook.get_sheet_by_name(name)
-                found, is_faq = sheet_sections(_cells(sheet.iter_rows()), (name.strip() or f"Sheet {number}",), number)
+                found = sheet_sections(_cells(workbook.get_sheet_by_name(name).iter_rows()))
             except CalamineError as exc:
                 logger.warning("sheet %d skipped: %s", number, type(exc).__name__)
                 skipped.append(name)
                 continue
-            sections.extend(found)
-            if is_faq and found:
-                faq_sheets.append(name)
+            if found:
+                sheets.append((name.strip() or f"Sheet {number}", found))
     finally:
         workbook.close()
-    if not sections:
+    if not sheets:
         if skipped:
             raise ParseError(f"No sheet of this .{label} file could be read ({len(skipped)} damaged). "
                              "Re-save it in Excel/WPS/LibreOffice and upload it again.")
         raise ParseError(f"This .{label} spreadsheet has no data: every sheet is empty.")
     fmt = {".xls": "xls", ".ods": "ods", ".xlsb": "xlsb"}.get(ext, "xlsx")
-    # An FAQ's first heading is its first question: name the file by its FAQ sheet instead.
-    title = _faq_title(faq_sheets) if faq_sheets and not sections[0].is_table else ""
-    return Document(sections=tuple(sections), format=fmt, title=title,
+    # Named by its first sheet with a name of its own; else, like any untitled file, by its format
+    # and upload time: never by a heading, which may be an FAQ's first question.
+    title = next((named for named in (_named(name) for name, _ in sheets) if named), "")
+    return Document(sections=tuple(_under_sheets(sheets)), format=fmt, title=title, named_by_heading=False,
                     metadata={"sheet_count": len(workbook.sheet_names)})
 
 
@@ -160,14 +172,15 @@ def parse_delimited(data: bytes, ext: str = ".csv") -> Document:
     delimiter = "\t" if ext == ".tsv" else _sniff(text)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
-        sections, is_faq = sheet_sections(reader, (), None)
+        sections = sheet_sections(reader)
     except csv.Error as exc:
         raise ParseError(f"This {label} is malformed near line {reader.line_num} ({exc}). "
                          "Re-export it as CSV and upload it again.") from None
     if not sections:
         raise ParseError(f"This {label} has no data rows.")
-    return Document(sections=tuple(sections), format="tsv" if delimiter == "\t" else "csv",
-                    title="FAQ" if is_faq else "")
+    # Nothing in it names it (an FAQ's first heading is its first question): named like any
+    # untitled file, by its format and upload time.
+    return Document(sections=tuple(sections), format="tsv" if delimiter == "\t" else "csv", named_by_heading=False)
 
 
 def _sniff(text: str) -> str:

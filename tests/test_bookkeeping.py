@@ -112,3 +112,26 @@ def test_the_console_page_shows_the_query_log_errors_in_both_languages():
     assert 'data-testid="analytics-errors"' in html and "a.bookkeeping_errors" in html
     for phrase in ("Query log errors since the plugin started: {n} (last: {last})", "提问记录出错 {n} 次"):
         assert phrase in html
+
+
+async def test_storage_refusing_the_log_is_counted_and_logged_once_and_the_questions_are_kept(
+        harness: Harness, host, page, caplog: pytest.LogCaptureFixture):
+    await create_kb(harness, host)
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    log_writes = []
+    host.fail("set_plugin_storage", when=lambda key, **_: "/qlog/" in key and not log_writes.append(key))
+    caplog.set_level(logging.WARNING, logger="lucidrag.base.bookkeeping")
+    for n in range(4):
+        response = await harness.retrieve(KB, f"solar array {n}")
+        assert response.results[0].metadata["file_id"] == solar.document_id and not response.metadata
+        await harness.ingest(KB, f"more{n}.txt", f"Wind turbine {n} on the roof of building D.".encode())
+    data = await api(page, "/analytics", kb_id=KB)  # the console tries again too
+    assert [q["question"] for q in data["questions"]] == [f"solar array {n}" for n in (3, 2, 1, 0)]
+    failures = data["bookkeeping_errors"]
+    assert log_writes and failures["count"] == len(log_writes) and "refused 1 write(s)" in failures["last"]
+    assert len([r for r in caplog.records if r.name == "lucidrag.base.bookkeeping"]) == 1
+
+    host.faults.clear()
+    data = await api(page, "/analytics", kb_id=KB)
+    assert stored_questions(host) == [f"solar array {n}" for n in range(4)]
+    assert data["bookkeeping_errors"]["count"] == len(log_writes)

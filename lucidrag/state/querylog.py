@@ -6,7 +6,9 @@ retrieve. Saving is done
 beside hooks (engine.py starts it with `beside(..., drain=False)`, so a query never waits for
 it): beside a query at most every FLUSH_EVERY_S or when a block fills, beside any other hook
 whatever is unsaved. A block is written whole, so a write that was cancelled with its hook is
-simply repeated by a later one. A crash loses the questions not written yet.
+simply repeated by a later one. A crash loses the questions not written yet. When plugin storage
+refuses a read or a write of the log, `save` raises QueryLogStorageFailed: the engine counts it
+and logs it at most every 10 minutes (base/bookkeeping.py), and a later save tries again.
 
 Storage layout (storage_keys.query_log_block_key): numbered blocks of entries, each a JSON list
 of at most BLOCK_BYTES, zlib'd into one storage value (under the 46 KiB part size, store.py).
@@ -49,6 +51,10 @@ TOP_FILES = 5  # files of a question's results kept, best first
 BLOCK_BYTES = PART_SIZE - 2048  # encoded entries per block: a block is always one storage value
 FLUSH_EVERY_S = 10.0  # a block being filled is written at most this often
 _FORMAT = b"Q1"
+
+
+class QueryLogStorageFailed(Exception):
+    """Plugin storage refused to read or write a query log; what is unsaved stays in memory."""
 
 
 def question_digest(kb_id: str, question: str) -> str:
@@ -207,7 +213,8 @@ class QueryLog:
         """Read the stored blocks first if not done yet (`listed`: the block numbers a key
         listing shows; None: unknown, so nothing is done), then write what is due (`due(eager)`;
         everything with `force`). Another save under way: nothing, unless `force`, which waits.
-        Starts no call once the hook it runs beside is ending. Returns whether all is saved."""
+        Starts no call once the hook it runs beside is ending. Returns whether all is saved;
+        raises QueryLogStorageFailed when plugin storage refused a read or a write."""
         if self.closed or (self._lock.locked() and not force):
             return False
         async with self._lock:
@@ -215,11 +222,14 @@ class QueryLog:
                 return False
             if not force and not self.due(eager):
                 return True
+            refused = 0
             for number in sorted(self._to_delete):
                 if stopping() or self.closed:
                     return False
                 if await delete_value(host, query_log_block_key(self.kb_id, number), "an old query log block"):
                     self._to_delete.discard(number)
+                else:
+                    refused += 1
             for block in [b for b in self._blocks if not b.saved]:
                 if stopping() or self.closed:
                     return False
@@ -227,7 +237,12 @@ class QueryLog:
                 if await put_value(host, query_log_block_key(self.kb_id, block.number),
                                    _pack(block.encoded[:count]), f"the query log of kb {self.kb_id}"):
                     block.saved_count, block.stored = count, True
+                else:
+                    refused += 1
             self._last_write = time.monotonic()
+            if refused:
+                raise QueryLogStorageFailed(f"plugin storage refused {refused} write(s) of kb {self.kb_id}'s query log; "
+                                            "the questions are kept in memory and written by a later request")
             return not self._to_delete and all(b.saved for b in self._blocks)
 
     async def _load(self, host: HostApi, listed: Iterable[int]) -> bool:
@@ -239,9 +254,9 @@ class QueryLog:
         try:
             stored = await run_bounded(lambda n=n: read(n) for n in numbers)
         except StorageReadFailed as error:
-            logger.warning("kb=%s: the query log could not be read (%s)", self.kb_id, error)
             self.load_failed = True
-            return False
+            raise QueryLogStorageFailed(f"plugin storage did not read kb {self.kb_id}'s query log ({error}); "
+                                        "a later request tries again") from error
         blocks: list[_Block] = []
         for number, value in zip(numbers, stored):
             if value is None:

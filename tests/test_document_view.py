@@ -1,13 +1,21 @@
 """A file's overall meaning takes part in ranking: of two equally worded passages, the one in the
 document that is about the question comes first; and a file's document vector is stored, counted
-and deleted with the file."""
+and deleted with the file, carries its text and says what it is, and is never taken for a chunk."""
 
 from __future__ import annotations
 
 import pytest
 
-from lucidrag.state.records import document_vector_id
-from tests.conftest import Harness
+from lucidrag.state.records import (
+    DOCUMENT_VECTOR_KIND,
+    VECTOR_KIND_KEY,
+    FileRecord,
+    document_vector_id,
+    is_document_vector,
+)
+from lucidrag.state.storage_keys import file_record_key
+from tests.conftest import FakePlugin, Harness
+from tests.test_state_runtime import restarted
 
 KB = "kb-docview"
 SHARED = ("The request must be sent within thirty days, together with the order number and a short "
@@ -59,3 +67,57 @@ async def test_a_files_document_vector_is_deleted_with_it(harness: Harness, host
     assert await harness.component.delete_document(KB, "refunds") is True
     left = {str(meta["file_id"]) for _, meta in host.collections[KB].values()}
     assert left == {"backups"}
+
+
+# --------------------------------------------------------------------------- what the collection holds
+BACKENDS = {"chroma": FakePlugin, "milvus": FakePlugin.milvus, "pgvector": FakePlugin.pgvector}
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+async def test_every_vector_carries_its_text_and_the_document_vector_says_what_it_is(backend: str):
+    """Anyone opening the collection (an operator, LangBot's own search, a migration) reads each
+    vector's text: the document vector's is the file's opening, and its metadata marks it (where
+    the backend keeps the mark; its id tells everywhere)."""
+    host = BACKENDS[backend]()
+    harness = Harness(host)
+    await two_files(harness, refunds_first=True)
+    stored = host.collections[KB]
+    assert stored and all(str(meta.get("text") or "").strip() for _, meta in stored.values())
+    assert all(isinstance(v, (str, int)) for _, meta in stored.values() for v in meta.values())
+    _, document = stored[document_vector_id("refunds")]
+    assert document["text"].startswith("Refunds are paid back to the card")
+    assert is_document_vector(document_vector_id("refunds"), document)
+    chunks = [(i, meta) for i, (_, meta) in stored.items() if i != document_vector_id("refunds")
+              and meta["file_id"] == "refunds"]
+    assert chunks and not any(is_document_vector(i, meta) for i, meta in chunks)
+    if backend == "chroma":
+        assert document[VECTOR_KIND_KEY] == DOCUMENT_VECTOR_KIND and document["document_name"]
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("written_by", ["this-version", "an-earlier-version"])
+async def test_a_restart_rebuilding_records_from_the_vectors_takes_the_document_vector_for_no_chunk(
+        backend: str, written_by: str):
+    """Plugin storage lost: the restart finds the files in the vector DB and rebuilds each record
+    from its vectors, chunks only (also from a collection an earlier version wrote, whose document
+    vectors have text ""), and no answer is the document vector."""
+    host = BACKENDS[backend]()
+    harness = Harness(host)
+    await two_files(harness, refunds_first=True)
+    chunks = {f: len([m for i, (_, m) in host.collections[KB].items() if m["file_id"] == f]) - 1
+              for f in ("refunds", "backups")}
+    if written_by == "an-earlier-version":
+        for file_id in chunks:
+            vector, _ = host.collections[KB][document_vector_id(file_id)]
+            host.collections[KB][document_vector_id(file_id)] = (
+                vector, {"file_id": file_id, "uuid": document_vector_id(file_id), "text": ""})
+    host.storage.clear()
+    back = restarted(host)
+    for mode in ("keyword", "vector", "hybrid"):
+        response = await back.retrieve(KB, QUESTION, settings={"search_mode": mode, "top_k": 10}, creation=CREATION)
+        ids = [entry.id for entry in response.results]
+        assert ids and not {document_vector_id(f) for f in chunks} & set(ids), mode
+        assert all(entry.content[0].text.strip() for entry in response.results)
+    records = {f: FileRecord.from_bytes(host.storage[file_record_key(KB, f)][1:]) for f in chunks}
+    assert {f: len(r.chunks) for f, r in records.items()} == chunks
+    assert not any(c.chunk_id == document_vector_id(f) for f, r in records.items() for c in r.chunks)

@@ -419,6 +419,47 @@ async def test_a_completed_file_whose_record_storage_refused_is_answered_now_and
         assert (await answered_files(restarted(host), SOLAR_QUESTION, mode))[0] == "solar", mode
 
 
+async def test_a_file_deleted_while_flush_saves_another_files_record_is_not_saved_again(
+        harness: Harness, host: FakePlugin):
+    """Two records unsaved; while a later request's `flush` saves the first (holding the KB's
+    lock), the second file is deleted (its delete waits for the lock). The flush, taking the lock
+    again for the second record, finds it deleted meanwhile: it neither saves its record again nor
+    makes it committed, so the deleted file is answered by nothing, now or after a restart."""
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    host.fail("set_plugin_storage", when=lambda key, **_: is_record_of("solar")(key) or is_record_of("kettle")(key))
+    for file_id, data in (("solar", SOLAR), ("kettle", b"Descale the kettle every month with citric acid.")):
+        assert (await harness.ingest(KB, f"{file_id}.txt", data, document_id=file_id)).status == DocumentStatus.COMPLETED
+    state = state_of(harness)
+    assert list(state.unsaved) == ["solar", "kettle"]
+    host.faults.clear()
+    saving, release = asyncio.Event(), asyncio.Event()
+    host.set_plugin_storage = held(host.set_plugin_storage, once(is_record_of("solar")),  # type: ignore[method-assign]
+                                   saving, release)
+    flushing = asyncio.ensure_future(harness.component.delete_document(KB, "none"))  # its upkeep flushes
+    await until(saving, flushing)
+    assert state.lock.locked(), "the first record's save holds the KB's lock"
+    deleting = asyncio.ensure_future(harness.component.delete_document(KB, "kettle"))
+    for _ in range(1000):  # until the delete waits for the lock
+        if state.lock._waiters:  # noqa: SLF001 - the moment this test is about
+            break
+        await asyncio.sleep(0)
+    assert state.lock._waiters and not deleting.done(), "the delete waits for the flush's lock"  # noqa: SLF001
+    release.set()
+    assert await asyncio.wait_for(deleting, DEADLOCK_S) is True
+    await asyncio.wait_for(flushing, DEADLOCK_S)
+    # (TOMBSTONED: its refused saves may still land, so its entry waits for the next process)
+    assert state.files.state("kettle") is FileState.TOMBSTONED
+    assert state.files.state("solar") is FileState.COMMITTED and record_keys_of(host, "solar")
+    assert record_keys_of(host, "kettle") == [], "the deleted file's record was not saved again"
+    for answering in (harness, restarted(host)):
+        for mode in MODES:
+            assert "kettle" not in await answered_files(answering, "descale kettle citric acid", mode), mode
+
+
+def record_keys_of(host: FakePlugin, file_id: str) -> list[str]:
+    return [k for k in host.storage if is_record_of(file_id)(k)]
+
+
 async def upload_that_crashed_before_its_record(harness: Harness, host: FakePlugin) -> None:
     """"tea" committed; "solar" wrote every vector and its journal entry, then the process died
     before its record was saved."""

@@ -31,7 +31,9 @@ async def test_a_journalled_file_past_milvus_listing_window_is_adopted_not_delet
     host.dims[KB] = len(vector)
     await KbStore(host, KB).write_journal(JournalEntry(file_id, count))
     harness = Harness(host)
-    for _ in range(10):  # the restart's hooks reconcile the journal entry, within their time each
+    # the restart's hooks reconcile the journal entry, within their time each (storage holds nothing
+    # else of the KB: its record waits until the collection's files are found, 33 listing pages)
+    for _ in range(40):
         await harness.retrieve(KB, "pump pressure")
         assert host.vector_count(KB) == count
         if not [k for k in host.storage if "/journal/" in k]:

@@ -37,11 +37,12 @@ from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.latewrites import LostAnswers, send
-from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id
+from lucidrag.state.latewrites import LostAnswers, answer_lost, send
+from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id, document_vector_metadata
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import calibrate
+from lucidrag.vectors.vectorscan import stored_ids
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     )
             if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
                 await _delete_previous_version(host, request)
-            await _write_vectors(host, state, store, request, record, vectors, opening)
+            mark = await _write_vectors(host, state, store, request, record, vectors, opening)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
         if begun:
@@ -140,7 +141,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             raise
         raise failure from error
 
-    failure, record_sent = await _commit(state, store, record, deadlines)
+    failure, record_sent = await _commit(state, store, record, deadlines, mark)
     if failure is not None:
         await _abandon(host, state, store, request, deadlines, record_sent=record_sent)
         raise failure
@@ -149,8 +150,15 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     return IngestOutcome(len(record.chunks), record.format)
 
 
+@dataclass(frozen=True)
+class DocumentVector:
+    """A file's document vector: its title and opening (`document_opening`), embedded."""
+    text: str
+    vector: np.ndarray
+
+
 async def _prepare(host: HostApi, embedder: Embedder,
-                   request: IngestRequest) -> tuple[FileRecord, np.ndarray, np.ndarray | None]:
+                   request: IngestRequest) -> tuple[FileRecord, np.ndarray, DocumentVector | None]:
     """The file's record, its chunks' vectors and its document vector (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
@@ -170,7 +178,7 @@ async def _prepare(host: HostApi, embedder: Embedder,
     opening = document_opening(document, document_title(titled)) if len(texts) > 1 else None
     vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
                                    texts + ([opening] if opening else []))
-    return record, vectors[: len(texts)], (vectors[len(texts)] if opening else None)
+    return record, vectors[: len(texts)], (DocumentVector(opening, vectors[len(texts)]) if opening else None)
 
 
 def document_opening(document: Document, title: str) -> str:
@@ -183,7 +191,13 @@ def document_opening(document: Document, title: str) -> str:
 
 
 async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
-                         record: FileRecord, vectors: np.ndarray, opening: np.ndarray | None) -> None:
+                         record: FileRecord, vectors: np.ndarray,
+                         opening: DocumentVector | None) -> Callable[[], Awaitable[bool]] | None:
+    """Write the file's vectors, chunk 0's last (its completion mark). A file that only plugin
+    storage's emptiness names (no journal entry: storage refused it) keeps chunk 0's vector back:
+    until its commit is decided nothing durable could say it failed, and a restart adopts a file
+    whose chunk-0 vector is stored. Returns what writes it then (`commit_ingest`), or None."""
+    held_back = state.files.facts(request.document_id).unjournalled is not None
     # the document vector rides with the last batch (chunk 0's in a file under UPSERT_BATCH
     # chunks) when it has room, else it is written alone first
     tail = (len(record.chunks) - 1) // UPSERT_BATCH * UPSERT_BATCH
@@ -191,46 +205,81 @@ async def _write_vectors(host: HostApi, state: KnowledgeBaseState, store: KbStor
     writes: list[int | None] = list(upsert_order(len(record.chunks)))
     if opening is not None and carrier is None:
         writes.insert(0, None)
-    for n, start in enumerate(writes):
-        batch = record.chunks[start : start + UPSERT_BATCH] if start is not None else []
+    wrote = False
+    for start in writes:
+        first = (start or 0) + (1 if held_back and start == 0 else 0)
+        batch = record.chunks[first : (start or 0) + UPSERT_BATCH] if start is not None else []
+        if not batch and not (opening is not None and start == carrier):
+            continue  # (chunk 0 alone, held back)
 
-        def upsert(b: list[ChunkRecord] = batch, s: int | None = start) -> Awaitable[None]:
-            first = s or 0
+        def upsert(b: list[ChunkRecord] = batch, s: int | None = start, row: int = first) -> Awaitable[None]:
             ids, metadata = [c.chunk_id for c in b], [c.metadata(record.format) for c in b]
-            rows, documents = vectors[first : first + len(b)].tolist(), [c.text for c in b]  # lists only for the call
+            rows, documents = vectors[row : row + len(b)].tolist(), [c.text for c in b]  # lists only for the call
             if opening is not None and s == carrier:
-                document_id = document_vector_id(request.document_id)
-                ids.append(document_id)
-                metadata.append({"file_id": request.document_id, "uuid": document_id, "text": ""})
-                rows.append(opening.tolist())
-                documents.append("")
+                ids.append(document_vector_id(request.document_id))
+                metadata.append(document_vector_metadata(request.document_id, opening.text, record.name,
+                                                         record.format))
+                rows.append(opening.vector.tolist())
+                documents.append(opening.text)
             return with_retries(lambda: send(state.files, record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
                 collection_id=request.collection_id, vectors=rows, ids=ids, metadata=metadata,
                 documents=documents)))
         async with state.writes.write():
-            if n == 0 and state.metric is None:
-                # The first write may create the collection; concurrent creators race on some
-                # backends (Milvus Lite: "File exists"), so the first batches go one at a time.
-                async with state.first_write:
-                    await upsert()
-            else:
-                await upsert()
-            if n == 0:
-                await state.first_vectors_written(store)
-    if state.metric is None:
+            await _first_or_later_write(state, store, upsert, first=not wrote)
+        wrote = True
+    if state.metric is None and wrote:
         async with state.writes.write():
             await _calibrate(host, state, store, request, record, vectors)
+    return _completion_mark(host, state, store, request, record, vectors) if held_back else None
 
 
-async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord,
-                  deadlines: IngestDeadlines) -> tuple[Exception | None, bool]:
+async def _first_or_later_write(state: KnowledgeBaseState, store: KbStore, upsert: Callable[[], Awaitable[None]],
+                                first: bool) -> None:
+    if first and state.metric is None:
+        # The first write may create the collection; concurrent creators race on some backends
+        # (Milvus Lite: "File exists"), so the first batches go one at a time.
+        async with state.first_write:
+            await upsert()
+    else:
+        await upsert()
+    if first:
+        await state.first_vectors_written(store)
+
+
+def _completion_mark(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,
+                     record: FileRecord, vectors: np.ndarray) -> Callable[[], Awaitable[bool]]:
+    """What writes a held-back chunk-0 vector (`_write_vectors`): whether it is stored. A write
+    whose answer was lost is looked for once (not in a collection that may not exist)."""
+    chunk = record.chunks[0]
+
+    def upsert() -> Awaitable[None]:
+        return with_retries(lambda: send(state.files, record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
+            collection_id=request.collection_id, vectors=[vectors[0].tolist()], ids=[chunk.chunk_id],
+            metadata=[chunk.metadata(record.format)], documents=[chunk.text])))
+
+    async def write() -> bool:
+        try:
+            await _first_or_later_write(state, store, upsert, first=state.fresh)
+            return True
+        except Exception as error:  # noqa: BLE001 - the commit fails (the caller rolls back)
+            if not answer_lost(error) or state.fresh:
+                return False
+        try:
+            return chunk.chunk_id in await with_retries(lambda: stored_ids(host, request.collection_id, [chunk.chunk_id]))
+        except Exception:  # noqa: BLE001 - unknown: the commit fails
+            return False
+    return write
+
+
+async def _commit(state: KnowledgeBaseState, store: KbStore, record: FileRecord, deadlines: IngestDeadlines,
+                  mark: Callable[[], Awaitable[bool]] | None = None) -> tuple[Exception | None, bool]:
     """None once the file is committed; else why not (the file is still INGESTING: the caller
     rolls it back), and whether the record's save was sent (it may have landed, or land later).
     After an unexpected error, the file's state tells whether it got that far."""
     try:
         with until(deadlines.commit):
             async with state.writes.write():
-                if await state.commit_ingest(store, record):
+                if await state.commit_ingest(store, record, mark):
                     return None, True
         return PluginStorageFailure(
             "LangBot's plugin storage failed while the file was saved, so it would be lost at the next "

@@ -25,7 +25,7 @@ from lucidrag.retrieval.fusion import (
 from lucidrag.retrieval.localfilter import LocalFilterHost, Selector
 from lucidrag.retrieval.sources import with_source_line
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.records import ChunkRecord, FileRecord, document_vector_id
+from lucidrag.state.records import ChunkRecord, FileRecord, is_chunk_vector, is_document_vector
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import (
@@ -227,9 +227,11 @@ async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder:
                and str(r["metadata"]["file_id"]) not in unsettled]
     passages: list[dict[str, Any]] = []
     document_hits: list[dict[str, Any]] = []
-    for r in results:
-        is_document = str(r["id"]) == document_vector_id(str(r["metadata"]["file_id"]))
-        (document_hits if is_document else passages).append(r)
+    for r in results:  # a document vector (or a probe left for `reconcile`) is never a passage
+        if is_chunk_vector(r["id"], r["metadata"]):
+            passages.append(r)
+        elif is_document_vector(r["id"], r["metadata"]):
+            document_hits.append(r)
     results = passages[:pool]
     for r in results:
         found.file_of[str(r["id"])] = str(r["metadata"]["file_id"])

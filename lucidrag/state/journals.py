@@ -26,7 +26,7 @@ from lucidrag.state.kbcore import KbCore
 from lucidrag.state.latewrites import LateWriteNotes, LostAnswers, send
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
-from lucidrag.state.records import FileRecord, chunk_uuid, document_vector_id
+from lucidrag.state.records import FileRecord, chunk_uuid, is_chunk_vector, probe_vector_id, probe_vector_metadata
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
 from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
 
@@ -91,7 +91,7 @@ class JournalSettling(KbCore):
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))
-            chunk_items = [i for i in items if str(i.get("id")) != document_vector_id(file_id)]
+            chunk_items = [i for i in items if is_chunk_vector(i.get("id"), i.get("metadata"))]
             if entry.chunks > 0 and len(chunk_items) >= entry.chunks:
                 record = await run_blocking(FileRecord.from_vector_items, file_id, items)
                 async with holding(self.lock):  # JOURNALLED -> COMMITTED (or UNSAVED)
@@ -185,10 +185,11 @@ async def remove_first_write(host: HostApi, collection_id: str, file_id: str, di
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
     probe = [0.0] * dim
     probe[0] = 1.0
-    chunk_id = chunk_uuid(file_id, -1)  # no chunk's id: never taken for chunk 0, the completion mark
+    probe_id = probe_vector_id(file_id)  # no chunk's id: never taken for chunk 0, the completion mark
     notes = late_writes if late_writes is not None else LostAnswers()
+    metadata = probe_vector_metadata(file_id)
     async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
         await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
-            collection_id=collection_id, vectors=[probe], ids=[chunk_id],
-            metadata=[{"file_id": file_id, "uuid": chunk_id, "text": ""}], documents=[""])))
+            collection_id=collection_id, vectors=[probe], ids=[probe_id], metadata=[metadata],
+            documents=[metadata["text"]])))
     await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))

@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import holding
+from lucidrag.base.budget import holding, remaining
+from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
 from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
@@ -27,9 +28,10 @@ from lucidrag.state.loadstate import LoadState
 from lucidrag.state.metastate import MetaState, Presence
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import FileRecord
-from lucidrag.state.repairstate import RepairState
+from lucidrag.state.repairstate import RepairMode, RepairState
 from lucidrag.state.storage_keys import part_owner
-from lucidrag.state.store import JournalEntry, KbStore, decode_record
+from lucidrag.state.latewrites import storage_writes_may_land
+from lucidrag.state.store import JournalEntry, KbStore, decode_record, list_keys
 from lucidrag.vectors.scoring import Metric
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,10 @@ class KbCore:
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
     # until then a write of the previous process may still land: `reconcile` keeps its entries
     previous_writes_until: float = 0.0
+    # a save of a record, the meta or the index failed while storage held nothing of the KB: it may
+    # have landed all the same (LangBot may do a write whose answer the plugin never gets), so that
+    # emptiness names no new file until a listing shows it still holds nothing (`_empty_confirmed`)
+    emptiness_doubted: bool = False
 
     @property
     def loaded(self) -> bool:
@@ -173,7 +179,7 @@ class KbCore:
             return True
         return not self.never_had_vectors and (
             file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
-            or (self._storage_is_empty() and (self.repair.finding_files or not self.loaded)))
+            or (self._emptiness_may_name_files() and (self.repair.finding_files or not self.loaded)))
 
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
@@ -307,7 +313,9 @@ class KbCore:
                 return False
             async with self.index_guard:
                 changes = await run_blocking(self.index.take_changes)
-            return await self.snapshot.write(store, changes)
+            written = await self.snapshot.write(store, changes)
+            self._doubt_emptiness(written)
+            return written
 
     async def _name_unsaved_files(self, store: KbStore) -> bool:
         """Whether a record, the index or the meta may be saved now. While plugin storage holds
@@ -315,7 +323,7 @@ class KbCore:
         nothing but that emptiness (a restart lists the vector DB); once any of those is stored,
         a restart trusts storage instead. So the first one waits until each of them has a journal
         entry, which a restart adopts from the vectors (or removes, if incomplete)."""
-        if not self._storage_is_empty():
+        if not self._emptiness_may_name_files():
             return True
         for file_id, record in self.files.unsaved_records().items():
             if record is not None and not await store.write_journal(JournalEntry(file_id, len(record.chunks))):
@@ -324,14 +332,70 @@ class KbCore:
             if not await store.write_journal(JournalEntry(file_id, chunks, self.files.first_write_dim(file_id))):
                 return False
             self.files.set_unjournalled(file_id, None)
-        return True
+        # Files an earlier process committed under that emptiness are named by nothing else: not
+        # before each is found in the vector DB and its record known here (UNSAVED, journalled above).
+        await self._find_files(store.host)
+        return not (self.repair.finding_files or self.to_index)
+
+    async def _find_files(self, host: HostApi) -> None:
+        """Find the files the vector DB holds while storage names none (`RepairState`), now, as
+        far as this hook's time allows, once the collection may be listed. Those this process did
+        not know are TO_INDEX (`continue_indexing` reads them)."""
+        if self.fresh or not self.loaded:
+            return
+        if self.repair.mode is RepairMode.TO_LOOK:
+            self.repair.start_looking()
+        discovery = self.repair.discovery
+        try:
+            while discovery is not None and not discovery.done and remaining() > 0:
+                found = await with_retries(lambda: discovery.step(host, self.kb_id))  # collection id = KB id
+                for file_id in sorted(f for f in found if f not in self.index):
+                    self.files.to_index(file_id)
+        except Exception as error:  # noqa: BLE001 - a later hook looks again
+            logger.warning("kb=%s: its files could not be looked for in the vector DB now (%s)",
+                           self.kb_id, describe(error))
+            return
+        if discovery is not None and discovery.done:
+            self.repair.discovered(discovery)
+
+    def _emptiness_may_name_files(self) -> bool:
+        """As far as this process knows, plugin storage holds no meta (written at KB creation), no
+        record and no index segment of this KB: a host whose storage writes all fail, or storage
+        lost. A restart then lists the vector DB to find the files (`_reconcile_snapshot`);
+        otherwise it trusts storage. (A manifest alone names no file: segments held in memory only
+        are not in it.) Files may be named by that emptiness alone: each is journalled before
+        anything ends it (`_name_unsaved_files`)."""
+        return self.files.no_stored_record() and not self.snapshot.live and self.meta.presence is Presence.ABSENT
 
     def _storage_is_empty(self) -> bool:
-        """Plugin storage holds no meta (written at KB creation), no record and no index segment
-        of this KB: a host whose storage writes all fail, or storage lost. A restart then lists
-        the vector DB to find the files (`_reconcile_snapshot`); otherwise it trusts storage. (A
-        manifest alone names no file: segments held in memory only are not in it.)"""
-        return self.files.no_stored_record() and not self.snapshot.live and self.meta.presence is Presence.ABSENT
+        """`_emptiness_may_name_files`, and surely so: no write that would end that emptiness may
+        have landed unseen (a failed save, or one given up on that LangBot may still do). Only
+        then may a new file be named by the emptiness alone."""
+        return (self._emptiness_may_name_files() and not self.emptiness_doubted
+                and not storage_writes_may_land(self.kb_id))
+
+    def _doubt_emptiness(self, saved: bool) -> None:
+        """A save that would end the storage-empty mode failed: it may have landed."""
+        if not saved and self._emptiness_may_name_files():
+            self.emptiness_doubted = True
+
+    async def _empty_confirmed(self, store: KbStore) -> bool:
+        """`_storage_is_empty`, after a listing where a failed save left it in doubt: one that
+        shows no record, index segment or meta of the KB clears the doubt; one that shows some
+        tells this process what storage holds."""
+        if not (self._emptiness_may_name_files() and self.emptiness_doubted):
+            return self._storage_is_empty()
+        snapshot = await list_keys(store.host)
+        if snapshot is None:
+            return False
+        records, segments = snapshot.record_ids(self.kb_id), snapshot.index_segments(self.kb_id)
+        if snapshot.has_meta(self.kb_id):
+            self.meta.found_stored()
+        if records:
+            self.files.listed(records)
+        if not (records or segments or snapshot.has_meta(self.kb_id)):
+            self.emptiness_doubted = False
+        return self._storage_is_empty() and not segments
 
     async def _save_record(self, store: KbStore, record: FileRecord) -> bool:
         """Save a record, once the files storage's emptiness alone names are journalled."""
@@ -342,11 +406,17 @@ class KbCore:
         saved = await store.save_record(record)
         if not saved:
             self.files.unanswered(record.file_id)
+            self._doubt_emptiness(False)
         return saved
 
     async def _save_meta(self, store: KbStore) -> None:
         meta = self.meta.to_save()
-        self.meta.saved(await self._name_unsaved_files(store) and await store.save_meta(meta))
+        if not await self._name_unsaved_files(store):
+            self.meta.saved(False)
+            return
+        saved = await store.save_meta(meta)
+        self._doubt_emptiness(saved)
+        self.meta.saved(saved)
 
     def _being_written(self, part: str) -> bool:
         """Whether this process may be writing the value the part belongs to right now."""

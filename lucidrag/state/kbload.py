@@ -204,7 +204,7 @@ class KbLoad(FileReads):
                 if self.files.state(file_id) is None:
                     self.files.committed(file_id)
         if not len(self.index) and not unindexed:
-            empty = self._storage_is_empty()
+            empty = self._emptiness_may_name_files()
             if self.meta.mark is Mark.NONE_YET or (self.meta.mark is Mark.UNKNOWN
                                                    and (self.meta.unreadable or empty)):
                 self.meta.may_be_missing()  # (`_reread_meta`, `open_collection`)
@@ -249,7 +249,11 @@ class KbLoad(FileReads):
                 for file_id in batch:  # TO_INDEX -> COMMITTED; forgotten if it has neither record nor vectors
                     if self.files.state(file_id) is not FileState.TO_INDEX:
                         continue  # changed meanwhile
-                    if file_id in records:
+                    if file_id in records and self._emptiness_may_name_files():
+                        # named by storage's emptiness alone: its record is saved (journalled first)
+                        # before anything ends that emptiness (`_name_unsaved_files`)
+                        self.files.move(file_id, FileState.UNSAVED, records[file_id])
+                    elif file_id in records:
                         self.files.committed(file_id)
                     elif remaining() > 0:  # unread for lack of time: next slice
                         self.files.forget(file_id)

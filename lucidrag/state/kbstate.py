@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from lucidrag.base.budget import BudgetSpent, holding
 from lucidrag.base.host import HostApi, describe
@@ -22,6 +23,7 @@ from lucidrag.state.journals import JournalSettling, remove_first_write
 from lucidrag.state.kbload import KbLoad
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.records import FileRecord
+from lucidrag.state.repairstate import RepairMode
 from lucidrag.state.store import JournalEntry, KbStore
 from lucidrag.vectors.scoring import Metric
 
@@ -46,7 +48,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):
                 return True
-        if self._storage_is_empty():
+        if await self._empty_confirmed(store):
             self.files.set_unjournalled(file_id, chunks)
             return True
         if self.files.state(file_id) is FileState.INGESTING:  # back as it was
@@ -66,28 +68,30 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         self.meta.metric_learnt(metric)
         await self._save_meta(store)
 
-    async def commit_ingest(self, store: KbStore, record: FileRecord) -> bool:
-        """The file's vectors are all written: make it known, durably. Returns False, changing
-        nothing, when nothing in plugin storage would name the file after a restart (then the
-        ingest must not report COMPLETED: the caller rolls it back).
+    async def commit_ingest(self, store: KbStore, record: FileRecord,
+                            mark: Callable[[], Awaitable[bool]] | None = None) -> bool:
+        """The file's vectors are all written (but for its chunk-0 vector where `mark` writes it:
+        a file named by storage's emptiness alone, `ingest._write_vectors`): make it known,
+        durably. Returns False, changing nothing, when nothing would name the file after a restart
+        (then the ingest must not report COMPLETED: the caller rolls it back).
 
-        Durable before: the journal entry (`begin_ingest`). Durable after: the record (or, if that
-        write failed, the journal entry, which a restart adopts from the vectors), and the KB's
-        "has vectors" mark."""
+        Durable before: the journal entry (`begin_ingest`), or nothing. Durable after: the record
+        (or, if that write failed, the journal entry, which a restart adopts from the vectors, or
+        the complete vectors of a KB whose storage holds nothing), and the KB's "has vectors" mark.
+        So a commit that fails before `mark` leaves an incomplete file, which a restart removes."""
         file_id = record.file_id
         async with holding(self.lock):  # BudgetSpent, nothing changed, if it is not free in time
+            named = await self._name_unsaved_files(store)
+            if mark is not None and not (await self._holds_without_record(store, file_id) and await mark()):
+                return False  # nothing could say it failed, and its vectors are incomplete
             saved = False
-            for _ in range(COMMIT_SAVE_ATTEMPTS if await self._name_unsaved_files(store) else 0):
+            for _ in range(COMMIT_SAVE_ATTEMPTS if named else 0):
                 if await self._put_record(store, record):
                     saved = True
                     break
             if self.meta.dirty:
                 await self._save_meta(store)
-            if not saved and (self.meta.may_say_empty
-                              or (self.files.facts(file_id).unjournalled is not None
-                                  and not self._storage_is_empty())):
-                # a restart would take the KB for empty (it neither adopts the journal entry nor
-                # looks), or trust storage, which names the file nowhere
+            if not saved and mark is None and not await self._holds_without_record(store, file_id):
                 return False  # still INGESTING: the caller rolls back and calls `abort_ingest`
             await self._index([record])
             self.records.put(record)
@@ -102,6 +106,13 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 await self._clear_journal(store, file_id)
             # else the journal entry stays: a restart adopts the file (and indexes it)
         return True
+
+    async def _holds_without_record(self, store: KbStore, file_id: str) -> bool:
+        """Whether a restart would know the file if its record were not saved: not if it would
+        take the KB for empty (it neither adopts journal entries nor looks), nor if it would trust
+        storage while the file is named by storage's emptiness alone."""
+        return not (self.meta.may_say_empty or (self.files.facts(file_id).unjournalled is not None
+                                                and not await self._empty_confirmed(store)))
 
     async def abort_ingest(self, store: KbStore, file_id: str, vectors_removed: bool, dim: int | None = None,
                            record_sent: bool = False) -> None:
@@ -206,12 +217,16 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         return bool(self.meta.dirty or self.unsaved or self.files.of(FileState.DELETING) or self.files.journals_to_delete()
                     or self.journals or self.snapshot.needs_upkeep()
                     or any(not self._being_written(p) for p in self.stray_parts)
-                    or (self.loaded and self.indexing))
+                    or (self.loaded and (self.indexing or (self.repair.mode is RepairMode.TO_LOOK and not self.fresh))))
 
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float, index: bool = True) -> None:
         """Continue this KB's unfinished work until `deadline`. With `index`, also index what the
         keyword index lacks, unless another hook is doing so (never wait behind it)."""
         store = KbStore(host, self.kb_id)
+        if self.loaded and self.repair.mode is RepairMode.TO_LOOK and not self.fresh:
+            # storage names none of the KB's files: they are found in the vector DB before a first
+            # save may end that emptiness (`_name_unsaved_files`), whatever hooks come
+            self.repair.start_looking()
         await self.flush(store, deadline)
         if not self.loaded:
             # Settling journal entries changes the index: it waits for the snapshot (within this

@@ -143,6 +143,11 @@ class MetaState:
         if self.presence is Presence.UNKNOWN:
             self.presence = Presence.PRESENT if has_meta else Presence.ABSENT
 
+    def found_stored(self) -> None:
+        """A listing shows the meta stored (a save this process was told failed landed after all):
+        presence PRESENT; what it says is read at the next load."""
+        self.presence = Presence.PRESENT
+
     def saved(self, ok: bool) -> None:
         """A write of `to_save()` ended: CLEAN with presence PRESENT, or DIRTY."""
         self.dirty = not ok

@@ -27,9 +27,58 @@ def chunk_uuid(document_id: str, index: int) -> str:
 @functools.lru_cache(maxsize=1 << 16)  # asked for every vector hit of every query
 def document_vector_id(document_id: str) -> str:
     """The id of a file's document vector: its name and opening embedded as one text, written
-    beside its chunks' vectors for a file of two chunks or more (text "", so nothing reads it as a
-    chunk)."""
+    beside its chunks' vectors for a file of two chunks or more (`document_vector_metadata`)."""
     return str(uuid.uuid5(_CHUNK_NAMESPACE, f"{document_id}:document"))
+
+
+# The metadata key and value that mark a file's document vector (chunks carry no such key). Milvus
+# and pgvector drop every key but `text`, `file_id` and `uuid`: there its id tells
+# (`document_vector_id`), as it does for the document vectors earlier versions wrote with text "".
+VECTOR_KIND_KEY = "vector_kind"
+DOCUMENT_VECTOR_KIND = "document"
+PROBE_VECTOR_KIND = "probe"  # `remove_first_write`'s one vector, deleted again at once (id `probe_vector_id`)
+PROBE_TEXT = "LucidRAG: a vector written to learn whether this collection exists; it is deleted again."
+
+
+def probe_vector_id(file_id: str) -> str:
+    """The id of the probe vector written under `file_id` (no chunk's: never taken for chunk 0)."""
+    return chunk_uuid(file_id, -1)
+
+
+def document_vector_metadata(file_id: str, text: str, name: str, file_format: str) -> dict[str, Any]:
+    """Flat metadata of a file's document vector: the text it embeds (the file's title and
+    opening), so that anyone opening the collection can tell what it is, and the mark."""
+    meta: dict[str, Any] = {"file_id": file_id, "uuid": document_vector_id(file_id), "text": text,
+                            VECTOR_KIND_KEY: DOCUMENT_VECTOR_KIND, "format": file_format}
+    if name:
+        meta["document_name"] = name
+    return meta
+
+
+def probe_vector_metadata(file_id: str) -> dict[str, Any]:
+    return {"file_id": file_id, "uuid": probe_vector_id(file_id), "text": PROBE_TEXT,
+            VECTOR_KIND_KEY: PROBE_VECTOR_KIND}
+
+
+def is_chunk_vector(vector_id: object, metadata: Any) -> bool:
+    """Whether a stored vector is one of a file's chunks: not its document vector nor a probe
+    (by their mark, or by their id where the backend drops it or an earlier version wrote none)."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    if metadata.get(VECTOR_KIND_KEY) is not None:
+        return False
+    file_id = metadata.get("file_id")
+    return file_id is None or str(vector_id) not in (document_vector_id(str(file_id)), probe_vector_id(str(file_id)))
+
+
+def is_document_vector(vector_id: object, metadata: Any) -> bool:
+    """Whether a stored vector is a file's document vector, not a chunk: by its mark, or (backends
+    that drop the mark, and collections written before it) by its id."""
+    if not isinstance(metadata, dict):
+        return False
+    if metadata.get(VECTOR_KIND_KEY) == DOCUMENT_VECTOR_KIND:
+        return True
+    file_id = metadata.get("file_id")
+    return file_id is not None and str(vector_id) == document_vector_id(str(file_id))
 
 
 def file_vector_count(chunks: int) -> int:
@@ -128,7 +177,7 @@ class FileRecord:
         for position, item in enumerate(items):
             meta = item.get("metadata") or {}
             text = meta.get("text") or item.get("document") or ""
-            if not text:
+            if not text or not is_chunk_vector(item.get("id"), meta):
                 continue
             index = meta.get("chunk_index")
             page = meta.get("page")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from lucidrag.state.records import ChunkRecord
+from lucidrag.state.records import ChunkRecord, is_chunk_vector
 from lucidrag.state.transitions import require
 from lucidrag.vectors.vectorscan import FileDiscovery
 
@@ -89,7 +89,7 @@ class RepairState:
             return known
         meta = result.get("metadata") or {}
         file_id, text = meta.get("file_id"), meta.get("text") or result.get("document")
-        if not text or not file_id:
+        if not text or not file_id or not is_chunk_vector(chunk_id, meta):
             return None
         index, page = meta.get("chunk_index"), meta.get("page")
         if len(self.adopted) >= ADOPTED_LIMIT:

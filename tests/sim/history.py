@@ -27,6 +27,8 @@ invariants (`Violation` kinds):
 - `stray-vectors`: after the settle, the vector DB holds vectors of a deleted, failed or unknown
   file, or an interrupted file has some of its vectors but not all;
 - `stray-keys`: after the settle, a plugin-storage key that nothing references is left;
+- `textless-vector`: after the settle, a vector of a KB's collection has no text (anyone opening
+  the collection must be able to tell what each vector is);
 - `kb-left`: after the settle, a plugin-storage key of a deleted KB is left, or a vector of one
   deleted while the vector DB had no faults (LangBot drops the KB when the hook returns: no later
   hook can reach its vectors);
@@ -83,12 +85,14 @@ from tests.sim.documents import (
 )
 from tests.sim.world import (
     BACKENDS,
+    STORAGE_METHODS,
     SIM_DIM,
     Deadlock,
     Faults,
     Killed,
     PluginProcess,
     SimLoop,
+    busy_thread,
     inline_blocking,
     make_host,
     small_listing_window,
@@ -97,6 +101,10 @@ from tests.sim.world import (
 )
 
 KB = "kb-sim"
+CREATION_OUTAGE_LANDED = 0.3  # of the writes refused in an outage from a KB's creation on, done all the same
+# Step.outage's names of the plugin-storage calls
+OUTAGE_METHODS = {"set": "set_plugin_storage", "delete": "delete_plugin_storage", "get": "get_plugin_storage",
+                  "get_keys": "get_plugin_storage_keys"}
 MODES = ("vector", "keyword", "hybrid")
 REPAIRS = ("retry_saving_records", "rebuild_from_vector_db", "scan", "view")
 SETTLE_HOOKS = 3
@@ -129,11 +137,16 @@ class Step:
     slow: float = 0.0  # rate of storage and vector calls that outlast the SDK's call timeout
     kill_after: int | None = None  # kill -9 after this many host calls of the step
     restart: bool = False  # a new plugin process after the step
+    # the plugin-storage calls `storage` applies to (an outage of some of them; empty: all)
+    outage: tuple[str, ...] = ()
+    landed: float = 0.0  # of the storage writes and deletes refused, the share LangBot did all the same
+    kill_at: float | None = None  # kill -9 this many (virtual) seconds into the step, at whatever await
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in (("storage", self.storage), ("vectors", self.vectors),
                         ("lost", self.lost), ("slow", self.slow), ("kill_after", self.kill_after),
-                        ("restart", self.restart)) if v)
+                        ("restart", self.restart), ("outage", self.outage), ("landed", self.landed),
+                        ("kill_at", self.kill_at)) if v)
         return f"Step({self.ops!r}{extra})"
 
 
@@ -144,9 +157,16 @@ class History:
     steps: list[Step]
     writes_fail: bool = False  # every plugin-storage write refused, all along (LangBot on SQLAlchemy 2.1)
     threads: bool = False  # blocking work in real worker threads (not replayable exactly)
+    # every plugin-storage write refused from before KB 0's creation until the first process is
+    # replaced (a crash or restart), CREATION_OUTAGE_LANDED of them done all the same
+    creation_outage: bool = False
+    jitter_s: float = 0.0  # each host call first waits up to this long (virtual time)
+    busy: bool = False  # a thread busy beside the history's (CPU contention: worker threads' timing)
 
     def __repr__(self) -> str:
-        extra = "".join(f", {k}=True" for k in ("writes_fail", "threads") if getattr(self, k))
+        extra = "".join(f", {k}=True" for k in ("writes_fail", "threads", "creation_outage", "busy")
+                        if getattr(self, k))
+        extra += f", jitter_s={self.jitter_s!r}" if self.jitter_s else ""
         return f"History({self.seed}, {self.backend!r}, {self.steps!r}{extra})"
 
 
@@ -223,8 +243,9 @@ def generate(seed: int, without: frozenset[str] = frozenset()) -> History:
         elif rng.random() < 0.1:
             step.restart = True
         steps.append(step)
-    return History(seed, BACKENDS[seed % len(BACKENDS)], steps, writes_fail=rng.random() < 0.05,
-                   threads=rng.random() < 0.2)
+    history = History(seed, BACKENDS[seed % len(BACKENDS)], steps, writes_fail=rng.random() < 0.05,
+                      threads=rng.random() < 0.2)
+    return history
 
 
 # ---------------------------------------------------------------------- LangBot's side
@@ -272,8 +293,10 @@ class Runner:
         self.process = self._new_process()
 
     def _new_process(self) -> PluginProcess:
+        self.faults.writes_refused = False  # an outage ends with the process it was injected into
         process = PluginProcess(self.host, self.faults, self.rng,
-                                lambda: [kb_name(k) for k in self.book.live_kbs()], self.landings)
+                                lambda: [kb_name(k) for k in self.book.live_kbs()], self.landings,
+                                self.history.jitter_s)
         self.component = LucidRag()
         self.component.plugin = process  # type: ignore[assignment]
         return process
@@ -287,19 +310,25 @@ class Runner:
                 with blocking_work_scope("sim"):
                     return await hook(*args)
 
+        process = self.process
         task = asyncio.ensure_future(call())
         done, _ = await asyncio.wait({task}, timeout=limit)
         if not done:
             raise HistoryFailed(Violation("hook-timeout", f"{name} still running after {limit} s "
                                                           "(LangBot gave up on it)"))
         try:
-            return task.result()
+            result = task.result()
+            if process.dead:
+                raise Killed()  # killed before it answered: LangBot never hears of it
+            return result
         except (Killed, ConsoleError):
             raise
         except Exception as error:  # noqa: BLE001 - the invariant
             raise HistoryFailed(Violation("raised", f"{name} raised {type(error).__name__}: {error}")) from error
 
     async def run(self) -> None:
+        if self.history.creation_outage:
+            self.faults.writes_refused, self.faults.creation_landed = True, CREATION_OUTAGE_LANDED
         if not any(op[0] == "create_kb" for step in self.history.steps for op in step.ops):
             await self._create_kb(0)
         for number, step in enumerate(self.history.steps):
@@ -309,14 +338,22 @@ class Runner:
     async def _step(self, number: int, step: Step) -> None:
         self.faults.storage, self.faults.vectors = step.storage, step.vectors
         self.faults.lost, self.faults.slow = step.lost, step.slow
+        self.faults.landed = step.landed
+        self.faults.storage_methods = (frozenset(OUTAGE_METHODS[m] for m in step.outage) if step.outage
+                                       else STORAGE_METHODS)
         self.process.kill_after = step.kill_after
-        healthy = not (step.storage or step.vectors or step.lost or step.slow or self.history.writes_fail)
+        kill = (asyncio.get_running_loop().call_later(step.kill_at, self.process.kill)
+                if step.kill_at is not None else None)
+        healthy = not (step.storage or step.vectors or step.lost or step.slow or self.history.writes_fail
+                       or self.faults.writes_refused)
         ops: list[Op] = []
         for op in step.ops:
             if self._allowed(op):
                 self._start(op)
                 ops.append(op)
         results = await asyncio.gather(*(self._op(op, healthy) for op in ops), return_exceptions=True)
+        if kill is not None:
+            kill.cancel()
         self._check_collections(f"step {number}")  # first: a wrong collection fails the uploads too
         for op, result in zip(ops, results):
             if isinstance(result, HistoryFailed):
@@ -518,6 +555,7 @@ class Runner:
     # ------------------------------------------------------------------ the settle
     async def _settle(self) -> None:
         self.faults.clear()
+        self.faults.writes_refused = False
         while self.landings:  # LangBot finishes every call it was sent
             await asyncio.wait(set(self.landings))
         if not self.process.dead:  # work this process keeps in memory goes on in its next hooks
@@ -597,6 +635,10 @@ class Runner:
                                                          f"and keys {sorted(left)[:4]} ({len(left)} in all)"))
 
     def _check_vectors(self, k: int) -> None:
+        textless = sorted(i for i, (_, m) in self.host.collections.get(kb_name(k), {}).items()
+                          if not str(m.get("text") or "").strip())
+        if textless:
+            raise HistoryFailed(Violation("textless-vector", f"{kb_name(k)}: {len(textless)} vectors without text"))
         per_file = Counter(str(m.get("file_id")) for m in self.host.vectors_of(kb_name(k)))
         for file_id, count in sorted(per_file.items()):
             n = doc_number(file_id)
@@ -635,7 +677,7 @@ def run_history(history: History) -> Violation | None:
     configure_bounded_default_executor(loop)
     blocking = threaded_blocking(loop) if history.threads else inline_blocking()
     try:
-        with virtual_time(loop), small_listing_window(), blocking:
+        with virtual_time(loop), small_listing_window(), blocking, busy_thread(history.busy):
             loop.run_until_complete(Runner(history).run())
         return None
     except HistoryFailed as failed:

@@ -4,6 +4,7 @@
     python tests/sim/run.py --start 5000 --seeds 500
     python tests/sim/run.py --seed 17 --shrink      # one seed, shrunk to a short history
     python tests/sim/run.py --seeds 200-1699 --summary   # failures per kind, explained or not
+    python tests/sim/run.py --seeds 5000 --load 4   # the same beside 4 busy processes (CPU contention)
 
 Prints one line per failing seed (the violation) and, with --shrink, the shrunk history as it
 would be kept in tests/sim/regressions.py. With --summary, each line says whether an open defect
@@ -16,12 +17,15 @@ interleaving there; histories with real threads never replay exactly).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -72,7 +76,27 @@ def main() -> int:
     parser.add_argument("--shrink-s", type=float, default=120.0, help="seconds to spend shrinking each")
     parser.add_argument("--summary", action="store_true",
                         help="mark each failure explained or not, and count them per kind at the end")
+    parser.add_argument("--load", type=int, default=0,
+                        help="run beside this many busy processes (CPU contention: worker threads' timing)")
     args = parser.parse_args()
+    with busy_processes(args.load):
+        return run(args)
+
+
+@contextlib.contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """`count` processes that keep a core busy each while inside."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: sum(i * i for i in range(10000))"])
+                for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def run(args: argparse.Namespace) -> int:
     logging.disable(logging.CRITICAL)
     if args.seed is not None:
         seeds: range | list[int] = [args.seed]
@@ -96,7 +120,8 @@ def main() -> int:
             print(f"  shrunk to {len(small.steps)} steps: {small!r}")
             print(f"  now: {run_history(small)}", flush=True)
     total = len(seeds)
-    print(f"{total} histories, {sum(kinds.values())} failed {dict(kinds)}, {time.monotonic() - started:.1f} s")
+    load = ", load average %.1f %.1f %.1f" % os.getloadavg()
+    print(f"{total} histories, {sum(kinds.values())} failed {dict(kinds)}, {time.monotonic() - started:.1f} s{load}")
     if args.summary:
         print_summary(failures, total)
     return 1 if kinds else 0

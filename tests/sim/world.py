@@ -22,10 +22,16 @@ own. Every host call of a process goes through `_host`, which
   loses the answer of a call the host did (the plugin gets ActionCallTimeoutError after the SDK's
   call timeout), or makes the host slow: the call takes up to twice the SDK's timeout, so it may
   land long after the plugin was told it timed out;
+- refuses storage writes and deletes that LangBot did all the same (`landed`: the answer is lost,
+  the plugin is told it failed), in an outage of some storage calls or one from before a KB's
+  creation until the process is replaced (`writes_refused`);
+- waits a seeded jitter of virtual time too (`jitter_s`, 0-8 ms in generated histories);
 - models kill -9: once the process is killed, none of its host calls ever returns to it (they
   raise `Killed`, a BaseException the plugin cannot catch by accident); the call that kills it
   may or may not have reached the host (a seeded coin; never one the host refuses for good: a
-  storage write on a host whose storage writes all fail).
+  storage write on a host whose storage writes all fail). A kill at a moment of virtual time
+  (`kill`, from a timer) stops the process at whatever await it is in: no call it makes or has in
+  flight returns to it afterwards.
 
 Blocking work (parsing, chunking) runs inline on the loop (`inline_blocking`, so that a seed
 replays exactly) or in real worker threads of the SDK's bounded executor (`threaded_blocking`).
@@ -39,6 +45,7 @@ import contextvars
 import random
 import selectors
 import sys
+import threading
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -65,6 +72,7 @@ SIM_LIST_WINDOW = 16
 STORAGE_METHODS = frozenset({"get_plugin_storage", "set_plugin_storage", "delete_plugin_storage",
                              "get_plugin_storage_keys"})
 VECTOR_METHODS = frozenset({"vector_upsert", "vector_search", "vector_delete", "vector_list"})
+LANDING_METHODS = frozenset({"set_plugin_storage", "delete_plugin_storage"})  # refused, yet maybe done
 # The SDK's call timeouts (api/proxies/langbot_api.py; Handler.call_action defaults to 15 s)
 SDK_TIMEOUT_S: dict[str, float] = {"invoke_embedding": 60.0, "vector_upsert": 60.0, "vector_search": 30.0,
                                    "vector_delete": 30.0, "vector_list": 30.0}
@@ -217,6 +225,28 @@ def _blocking_work_as(run: Callable[..., Any]) -> Iterator[None]:
         blocking.in_parse_thread = original_parse  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def busy_thread(on: bool) -> Iterator[None]:
+    """With `on`, a thread that keeps a core (and the GIL) busy while inside: CPU contention, which
+    shifts when worker threads finish against the loop (only `threaded_blocking` histories feel it)."""
+    if not on:
+        yield
+        return
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(i * i for i in range(2000))
+
+    thread = threading.Thread(target=spin, name="sim-busy", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 # ---------------------------------------------------------------------- faults
 class Faults:
     """The failure rates of the moment; each call draws from the history's seeded stream."""
@@ -224,23 +254,39 @@ class Faults:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.storage = 0.0
+        self.storage_methods = STORAGE_METHODS  # the storage calls `storage` applies to (an outage of some)
         self.vectors = 0.0
         self.lost = 0.0  # storage and vector calls the host does, whose answer never comes back
         self.slow = 0.0  # storage and vector calls the host takes up to twice the SDK's timeout for
+        # storage writes and deletes refused, which LangBot did all the same (only the answer is lost)
+        self.landed = 0.0
         self.writes_fail = False  # every plugin-storage write refused (LangBot on SQLAlchemy 2.1)
+        # every plugin-storage write refused until the process is replaced (an outage from before
+        # the KB's creation on); `landed` of them done all the same
+        self.writes_refused = False
+        self.creation_landed = 0.0
 
     def clear(self) -> None:
-        self.storage = self.vectors = self.lost = self.slow = 0.0
+        self.storage = self.vectors = self.lost = self.slow = self.landed = 0.0
+        self.storage_methods = STORAGE_METHODS
 
     def always_refuses(self, method: str) -> bool:
         return self.writes_fail and method == "set_plugin_storage"
 
     def fate(self, method: str) -> str:
-        """"ok", "lost" or "slow"; raises for a call the host refuses."""
+        """"ok", "lost", "slow" or "landed" (refused, but done: the caller raises after it lands);
+        raises for a call the host refuses and does not do."""
         if self.always_refuses(method):
             raise HostError("set_plugin_storage: TenantUnitOfWork does not allow an unknown ON CONFLICT update shape")
-        rate = self.storage if method in STORAGE_METHODS else self.vectors if method in VECTOR_METHODS else 0.0
+        if self.writes_refused and method == "set_plugin_storage":
+            if self.creation_landed and self.rng.random() < self.creation_landed:
+                return "landed"
+            raise HostError("set_plugin_storage: TenantUnitOfWork does not allow an unknown ON CONFLICT update shape")
+        rate = (self.storage if method in self.storage_methods else 0.0) if method in STORAGE_METHODS \
+            else self.vectors if method in VECTOR_METHODS else 0.0
         if rate and self.rng.random() < rate:
+            if self.landed and method in LANDING_METHODS and self.rng.random() < self.landed:
+                return "landed"
             # storage errors are not transient; vector errors sometimes are (then retried)
             transient = method in VECTOR_METHODS and self.rng.random() < 0.5
             raise HostError(f"{method}: {'503 Unknown error' if transient else 'simulated failure'}")
@@ -259,8 +305,9 @@ class PluginProcess:
     Engine, and a kill switch."""
 
     def __init__(self, host: FakeHost, faults: Faults, rng: random.Random, live_kbs: Callable[[], list[str]],
-                 landings: set[asyncio.Task[Any]]) -> None:
+                 landings: set[asyncio.Task[Any]], jitter_s: float = 0.0) -> None:
         self.host = host
+        self.jitter_s = jitter_s  # each host call first waits up to this long (virtual time)
         self.faults = faults
         self.rng = rng
         self.live_kbs = live_kbs
@@ -298,6 +345,8 @@ class PluginProcess:
         invocation = invocation_capability(self.plugin_runtime_handler)  # raises once the hook returned
         for _ in range(self.rng.randint(0, MAX_JITTER_TURNS)):
             await asyncio.sleep(0)
+        if self.jitter_s:
+            await asyncio.sleep(self.rng.uniform(0.0, self.jitter_s))
         if self.dead:
             raise Killed()
         if invocation is not None:
@@ -316,6 +365,11 @@ class PluginProcess:
         except HostError:
             await asyncio.sleep(round_trip)
             raise
+        if fate == "landed":  # LangBot did it, and answers as if it had refused
+            await asyncio.shield(self._send(method, args, kwargs, round_trip))
+            if self.dead:
+                raise Killed()
+            raise HostError(f"{method}: simulated failure")
         timeout = SDK_TIMEOUT_S.get(method, SDK_DEFAULT_TIMEOUT_S)
         delay = self.rng.uniform(0.0, 2 * timeout) if fate == "slow" else round_trip
         landing = self._send(method, args, kwargs, delay)

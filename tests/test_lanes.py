@@ -1,10 +1,11 @@
 """The bot keeps answering while files are uploaded: a query's and a delete's CPU work never waits
-behind parsing, OCR or an upload's other steps (base/blocking.py's lanes).
+behind parsing, OCR or an upload's other steps (base/blocking.py's lanes, base/workers.py's
+parse workers).
 
-Each test holds the upload work in worker threads on a threading.Event (as a long scan's OCR
-holds them for minutes) and asks questions in every mode and deletes files, on the uploading
-KB and on another one. They must all complete while the uploads are still held; only then are
-the uploads let go, and they complete too.
+Each test holds the upload work -- in worker threads on a threading.Event, or in every parse
+worker process until a file exists (as a long scan's OCR holds them for minutes) -- and asks
+questions in every mode and deletes files, on the uploading KB and on another one. They must all
+complete while the uploads are still held; only then are the uploads let go, and they complete too.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.ingestion.ingest as ingest
-from lucidrag.base import blocking
+from lucidrag.base import blocking, workers
+from lucidrag.ingestion import isolation
+from tests import worker_readers
 from tests.conftest import Harness
 from tests.test_engine import SOLAR, TEA
 
@@ -54,17 +58,48 @@ class Gate:
     def open(self) -> None:
         self._opened.set()
 
+    def install(self, monkeypatch: pytest.MonkeyPatch, step: str = "chunk_document") -> None:
+        """Holds `step`, a function ingest.py calls."""
+        monkeypatch.setattr(ingest, step, self.hold(getattr(ingest, step)))
 
-async def answers_while_uploads_are_held(harness: Harness, monkeypatch: pytest.MonkeyPatch, step: str,
-                                         uploads: int, held: int) -> None:
-    """Start `uploads` uploads into UPLOADING with their `step` (a function ingest.py calls) held
-    by a gate; once `held` of them are held, ask in every mode and delete a file on both KBs:
-    everything must complete before the gate opens."""
+    def upload(self, data: bytes) -> bytes:
+        return data
+
+
+class WorkerGate:
+    """Holds the parse workers' reading (tests/worker_readers.held): each upload names a file
+    that the reader waits for, and says it started with a file of its own."""
+
+    def __init__(self, folder: Path) -> None:
+        self._release = folder / "release"
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(isolation, "read_upload", worker_readers.held)
+
+    def upload(self, data: bytes) -> bytes:
+        return f"{self._release}\n".encode() + data
+
+    async def started(self, count: int) -> None:
+        folder = self._release.parent
+        for _ in range(HANG_S * 100):
+            if len(list(folder.glob("release.*.started"))) >= count:
+                return
+            await asyncio.sleep(0.01)
+        raise TimeoutError(f"fewer than {count} readers started")
+
+    def open(self) -> None:
+        self._release.touch()
+
+
+async def answers_while_uploads_are_held(harness: Harness, monkeypatch: pytest.MonkeyPatch,
+                                         gate: Gate | WorkerGate, uploads: int, held: int) -> None:
+    """Start `uploads` uploads into UPLOADING held by `gate` (installed by the caller); once
+    `held` of them are held, ask in every mode and delete a file on both KBs: everything must
+    complete before the gate opens."""
     kept = {kb: await harness.ingest(kb, "solar.txt", SOLAR) for kb in (UPLOADING, OTHER)}
     doomed = {kb: await harness.ingest(kb, "tea.txt", TEA) for kb in (UPLOADING, OTHER)}
-    gate = Gate()
-    monkeypatch.setattr(ingest, step, gate.hold(getattr(ingest, step)))
-    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", TEA + b" Scan %d." % i))
+    gate.install(monkeypatch)
+    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", gate.upload(TEA + b" Scan %d." % i)))
                for i in range(uploads)]
     try:
         await gate.started(held)
@@ -88,28 +123,30 @@ async def answers_while_uploads_are_held(harness: Harness, monkeypatch: pytest.M
     assert [r.status for r in results] == [DocumentStatus.COMPLETED] * uploads
 
 
-async def test_questions_and_deletes_are_answered_while_every_parse_thread_reads_a_scan(
-        harness: Harness, monkeypatch: pytest.MonkeyPatch):
-    await answers_while_uploads_are_held(harness, monkeypatch, "parse_file", uploads=blocking.PARSE_THREADS + 1,
-                                         held=blocking.PARSE_THREADS)
+LANES = workers.GENERAL_LANES + workers.QUICK_LANES
+
+
+async def test_questions_and_deletes_are_answered_while_every_parse_worker_reads_a_scan(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    await answers_while_uploads_are_held(harness, monkeypatch, WorkerGate(tmp_path), uploads=LANES + 1, held=LANES)
 
 
 async def test_questions_and_deletes_are_answered_while_uploads_chunk_their_files(
         harness: Harness, monkeypatch: pytest.MonkeyPatch):
-    await answers_while_uploads_are_held(harness, monkeypatch, "chunk_document", uploads=3,
-                                         held=blocking.UPLOAD_SLOTS_PER_SCOPE)
+    await answers_while_uploads_are_held(harness, monkeypatch, Gate(), uploads=3, held=blocking.UPLOAD_SLOTS_PER_SCOPE)
 
 
-async def test_a_parse_takes_none_of_the_workspaces_executor_slots(harness: Harness, monkeypatch: pytest.MonkeyPatch):
-    """With every parse thread held, the workspace can still run as many blocking jobs at once as
+async def test_a_parse_takes_none_of_the_workspaces_executor_slots(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """With every parse worker held, the workspace can still run as many blocking jobs at once as
     the SDK allows it (4): parsing leaves the runtime's workers and the workspace's share of them,
     which the SDK's own message encoding also needs, to everything else."""
-    gate = Gate()
-    monkeypatch.setattr(ingest, "parse_file", gate.hold(ingest.parse_file))
-    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", TEA))
-               for i in range(blocking.PARSE_THREADS)]
+    gate = WorkerGate(tmp_path)
+    gate.install(monkeypatch)
+    running = [asyncio.ensure_future(harness.ingest(UPLOADING, f"scan-{i}.txt", gate.upload(TEA)))
+               for i in range(LANES)]
     try:
-        await gate.started(blocking.PARSE_THREADS)
+        await gate.started(LANES)
         inner = threading.Barrier(4)
 
         async def four_jobs_at_once() -> list[int]:
@@ -117,4 +154,4 @@ async def test_a_parse_takes_none_of_the_workspaces_executor_slots(harness: Harn
         assert sorted(await harness.invoke(four_jobs_at_once)) == [0, 1, 2, 3]
     finally:
         gate.open()
-    assert [r.status for r in await asyncio.gather(*running)] == [DocumentStatus.COMPLETED] * blocking.PARSE_THREADS
+    assert [r.status for r in await asyncio.gather(*running)] == [DocumentStatus.COMPLETED] * LANES

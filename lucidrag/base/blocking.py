@@ -1,15 +1,13 @@
 """How LucidRAG runs CPU-heavy work off the event loop: in lanes, so that answering a question or
-deleting a file never waits behind an upload.
+deleting a file never waits behind an upload. Reading an uploaded file (parsing, OCR) is not done
+here but in worker processes of their own (base/workers.py): it never holds a runtime worker or a
+workspace's executor slot.
 
 `lbp run` installs the SDK's bounded default executor (langbot_plugin/runtime/bounded_executor.py:
 8 workers, at most 4 jobs in flight per workspace) and runs every action inside
 `blocking_work_scope(workspace)`; a submission over the limit raises `BlockingWorkCapacityError`
 at once instead of queueing. LangBot does not queue ingestions (8 per workspace run at once).
 
-    run_parsing(fn, ...)   the parse lane: reading an uploaded file (parsing, OCR; minutes for a
-                           long scan). PARSE_THREADS threads of LucidRAG's own, outside the SDK
-                           executor, shared by every workspace in arrival order: a parse never
-                           holds a runtime worker or a workspace's executor slot.
     run_blocking(fn, ...)  everything else, in the SDK executor, at most SLOTS_PER_SCOPE jobs per
                            workspace (room for the SDK's message encoding, which runs in the same
                            scope); a job waits for a slot, then submits, and if the executor is
@@ -24,11 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import functools
-import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
@@ -37,9 +32,6 @@ R = TypeVar("R")
 
 SLOTS_PER_SCOPE = 2  # below the SDK's 4 per workspace
 UPLOAD_SLOTS_PER_SCOPE = 1
-# OCR runs one recognition at a time per process (ocr._ENGINE_LOCK) on every core (onnxruntime's
-# own threads); a second thread reads the next file's pages meanwhile.
-PARSE_THREADS = 2
 _FIRST_RETRY_S = 0.01
 _MAX_RETRY_S = 0.25
 
@@ -102,26 +94,3 @@ async def run_blocking(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs)
             except BlockingWorkCapacityError:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, _MAX_RETRY_S)
-
-
-_parse_pool: ThreadPoolExecutor | None = None
-_parse_pool_lock = threading.Lock()
-
-
-def _parse_threads() -> ThreadPoolExecutor:
-    global _parse_pool
-    with _parse_pool_lock:
-        if _parse_pool is None:
-            _parse_pool = ThreadPoolExecutor(max_workers=PARSE_THREADS, thread_name_prefix="lucidrag-parse")
-        return _parse_pool
-
-
-async def in_parse_thread(call: Callable[[], R]) -> R:
-    """`call()` on one of the parse threads (waiting in line for one)."""
-    return await asyncio.get_running_loop().run_in_executor(_parse_threads(), call)
-
-
-async def run_parsing(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-    """Run `fn(*args, **kwargs)` in the parse lane."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await in_parse_thread(call)

@@ -62,3 +62,12 @@ class HostUnavailable(LucidRagError):
 
 class HostConnectionLost(LucidRagError):
     """The plugin's connection to LangBot dropped (LangBot restarted, the runtime disconnected)."""
+
+
+class ReaderCrashed(ParseError):
+    """The worker process reading the file died (a signal, an abort, out of memory); the plugin
+    lives on and the message names the format's reader and why."""
+
+
+class ReaderUnavailable(ParseError):
+    """No worker process could be started to read the file (the plugin log says why)."""

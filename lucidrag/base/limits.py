@@ -69,3 +69,9 @@ VISION_CALL_S = 30.0
 VISION_FILE_S = 120.0
 VISION_MAX_SIDE = 1024
 VISION_MIN_SIDE = 64
+
+# Every reader of an upload runs in a worker process (lucidrag/base/workers.py) whose address
+# space is capped here (RLIMIT_AS; virtual memory, several times what it keeps resident): a file
+# that makes its reader allocate past it fails with "… ran out of memory", the plugin lives on.
+# A worker with the OCR models loaded maps about 0.9 GiB while it reads a page (measured).
+PARSE_WORKER_MEMORY_MIB = 2048

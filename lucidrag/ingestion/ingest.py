@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from lucidrag.base.blocking import run_blocking, run_parsing, upload_work
+from lucidrag.base.blocking import run_blocking, upload_work
 from lucidrag.base.budget import BudgetSpent, IngestDeadlines, budget, remaining, until
 from lucidrag.base.errors import (
     IngestTimedOut,
@@ -33,7 +33,7 @@ from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
 from lucidrag.ingestion.document import Document, document_name, document_title
-from lucidrag.ingestion.parsing import parse_file
+from lucidrag.ingestion.isolation import parse_upload
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
@@ -107,8 +107,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     try:
         with until(deadlines.work):
             await ready()
-            async with asyncio.timeout(deadlines.work - time.monotonic()):  # CPU work in threads too
-                with upload_work():  # the file's own steps, before it touches the KB
+            async with asyncio.timeout(deadlines.work - time.monotonic()):  # kills a parse worker too
+                # the file's own steps, before it touches the KB; the KB's deletion stops them
+                with upload_work(), state.writes.stopped_when_closed():
                     record, vectors, opening = await _prepare(host, embedder, request)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
@@ -401,7 +402,7 @@ async def _read_and_parse(host: HostApi, request: IngestRequest) -> Document:
         raise ParseError(
             f"LangBot could not hand over the uploaded file ({describe(error)}). Upload it again."
         ) from error
-    return await run_parsing(parse_file, data, request.filename, request.mime_type)
+    return await parse_upload(data, request.filename, request.mime_type, request.kb_id)
 
 
 async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, request: IngestRequest,

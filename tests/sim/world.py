@@ -54,7 +54,7 @@ from typing import Any
 from langbot_plugin.api.proxies.invocation import invocation_capability
 
 import lucidrag.console
-from lucidrag.base import blocking
+from lucidrag.base import workers
 import lucidrag.state.kbdelete
 import lucidrag.state.journals
 import lucidrag.vectors.vectorscan
@@ -185,7 +185,7 @@ def small_listing_window() -> Iterator[None]:
 
 @contextlib.contextmanager
 def inline_blocking() -> Iterator[None]:
-    """`asyncio.to_thread` (and the parse lane) runs the function on the loop after one turn: the
+    """`asyncio.to_thread` (and a parse worker's job) runs the function on the loop after one turn: the
     same awaits as a worker thread, without the thread's timing, so that a seed replays exactly."""
 
     async def inline(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
@@ -198,7 +198,7 @@ def inline_blocking() -> Iterator[None]:
 
 @contextlib.contextmanager
 def threaded_blocking(loop: SimLoop) -> Iterator[None]:
-    """`asyncio.to_thread` (and the parse lane) in real worker threads (the loop's executor); the
+    """`asyncio.to_thread` (and a parse worker's job) in real worker threads (the loop's executor); the
     virtual clock stands still while one runs."""
     original = asyncio.to_thread
 
@@ -215,14 +215,14 @@ def threaded_blocking(loop: SimLoop) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _blocking_work_as(run: Callable[..., Any]) -> Iterator[None]:
-    original, original_parse = asyncio.to_thread, blocking.in_parse_thread
+    original, original_run_job = asyncio.to_thread, workers.run_job
     asyncio.to_thread = run  # type: ignore[assignment]
-    blocking.in_parse_thread = run  # type: ignore[assignment]
+    workers.run_job = lambda job: run(job.fn, *job.args)  # type: ignore[assignment] # no processes
     try:
         yield
     finally:
         asyncio.to_thread = original  # type: ignore[assignment]
-        blocking.in_parse_thread = original_parse  # type: ignore[assignment]
+        workers.run_job = original_run_job  # type: ignore[assignment]
 
 
 @contextlib.contextmanager

@@ -1,0 +1,182 @@
+"""One bad file hurts no one: every upload is read in a worker process (base/workers.py through
+ingestion/isolation.py) that is killed at the file's deadline, when its hook is cancelled or when
+its knowledge base is deleted; a worker that dies fails only its file, and the plugin lives on.
+
+The tests run the real ingest (tests/conftest.py's Harness) with the real worker processes. A
+hostile reader is a test function put in place of `isolation.read_upload`, submitted through the
+same pool (tests/worker_readers.py): it aborts, hangs, prints, reads the environment or asks for
+too much memory inside the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+import components.knowledge_engine.lucid_rag as component
+from lucidrag.base import limits, workers
+from lucidrag.ingestion import isolation
+from tests import worker_readers
+from tests.conftest import Harness
+from tests.test_engine import SOLAR, TEA
+
+HOSTILE, OTHER, THIRD = "kb-hostile", "kb-other", "kb-third"
+# Only bounds how long a broken build hangs before the test reports it; never met when it passes.
+HANG_S = 60
+
+
+async def eventually(check, what: str) -> None:  # noqa: ANN001
+    for _ in range(HANG_S * 20):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def pid_of(pid_file: Path) -> int:
+    await eventually(lambda: pid_file.exists() and pid_file.read_text(), "the reader started")
+    return int(pid_file.read_text())
+
+
+async def completed(harness: Harness, kb: str, name: str, data: bytes, query: str, answer: str) -> None:
+    result = await harness.ingest(kb, name, data)
+    assert result.status == DocumentStatus.COMPLETED, result.error_message
+    assert answer in (await harness.texts(kb, query))[0]
+
+
+async def test_a_reader_that_aborts_fails_its_file_and_the_next_upload_is_read(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.aborts)
+    result = await harness.ingest(HOSTILE, "prices.xlsx", b"PK not really a workbook")
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message.startswith("The spreadsheet reader crashed while reading this file (it was "
+                                           "stopped by signal 6, SIGABRT")
+    assert "open it, save it again or split it" in result.error_message
+    monkeypatch.undo()
+    await completed(harness, HOSTILE, "solar.txt", SOLAR, "solar array kilowatts", "42 kilowatts")
+
+
+async def test_a_reader_that_hangs_is_killed_at_the_deadline_while_another_kb_uploads(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr(component, "INGEST_TIMEOUT_S", 8.0)
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.hangs)
+    pid_file = tmp_path / "pid"
+    hung = asyncio.ensure_future(harness.ingest(HOSTILE, "hangs.txt", f"{pid_file}\n".encode() + TEA))
+    pid = await pid_of(pid_file)
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.read_upload)
+    await completed(harness, OTHER, "solar.txt", SOLAR, "solar array kilowatts", "42 kilowatts")
+    assert not hung.done()  # the other KB's upload did not wait for it
+    result = await hung
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message.startswith("Processing took longer than 8 s and was stopped")
+    await eventually(lambda: not alive(pid), "the hung worker was killed")
+    # every lane is free again: as many uploads as lanes, at once
+    lanes = workers.GENERAL_LANES + workers.QUICK_LANES
+    results = await asyncio.gather(*(harness.ingest(HOSTILE, f"tea-{i}.txt", TEA + b" %d" % i) for i in range(lanes)))
+    assert [r.status for r in results] == [DocumentStatus.COMPLETED] * lanes
+
+
+async def test_a_cancelled_ingest_hook_kills_its_worker(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.hangs)
+    pid_file = tmp_path / "pid"
+    hook = asyncio.ensure_future(harness.ingest(HOSTILE, "hangs.txt", f"{pid_file}\n".encode() + TEA))
+    pid = await pid_of(pid_file)
+    hook.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hook
+    await eventually(lambda: not alive(pid), "the worker of the cancelled hook was killed")
+
+
+async def test_deleting_the_knowledge_base_kills_the_worker_reading_its_file(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    await harness.create(HOSTILE)
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.hangs)
+    pid_file = tmp_path / "pid"
+    upload = asyncio.ensure_future(harness.ingest(HOSTILE, "hangs.txt", f"{pid_file}\n".encode() + TEA))
+    pid = await pid_of(pid_file)
+    await harness.component.on_knowledge_base_delete(HOSTILE)
+    result = await upload
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message.startswith("The knowledge base was deleted while this file was being processed")
+    await eventually(lambda: not alive(pid), "the worker reading the deleted KB's file was killed")
+
+
+async def test_a_worker_never_writes_to_the_plugins_stdout_or_stderr(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
+    workers.shutdown_workers()  # the next workers start with this test's fds 1 and 2 captured
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.prints)
+    await completed(harness, HOSTILE, "solar.txt", SOLAR, "solar array kilowatts", "42 kilowatts")
+    captured = capfd.readouterr()
+    assert "parse worker" not in captured.out + captured.err
+
+
+async def test_a_worker_does_not_see_the_plugins_secrets(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PLUGIN_DEBUG_KEY", "planted-debug-key-7f3a")
+    monkeypatch.setenv("LANGBOT_PLUGIN_REGISTRATION_CAPABILITY", "planted-capability-91c2")
+    workers.shutdown_workers()  # the next workers start from this environment
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.environment)
+    document = await isolation.parse_upload(b"anything", "env.txt", "", HOSTILE)
+    assert "PATH=" in document.text
+    assert "planted" not in document.text
+
+
+async def test_a_reader_past_the_memory_cap_fails_its_file_with_the_memory_message(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.allocates)
+    result = await harness.ingest(HOSTILE, "big.json", b'{"a": 1}')
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message.startswith(
+        f"The JSON reader ran out of memory while reading this file (it may use "
+        f"{limits.PARSE_WORKER_MEMORY_MIB:,} MiB)")
+
+
+def heavy_pdf(pages: int, operators: int) -> bytes:
+    """A small PDF whose pages share one content stream of `operators` text operators: PDFium
+    takes ~1.5 s per page of 100,000 (r03 of the hostile review)."""
+    stream = zlib.compress(b"BT /F1 10 Tf 1 TL 10 700 Td " + b"(Lorem ipsum dolor sit amet) ' " * operators + b"ET", 9)
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                b"/Contents 4 0 R >>"] * pages
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+async def test_two_heavy_pdfs_in_two_kbs_do_not_stop_a_third_kbs_small_upload(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(workers, "QUICK_CAP_S", 1.0)  # the one that starts in the quick lane leaves it soon
+    bomb = heavy_pdf(40, 100_000)  # ~100 s of PDFium text extraction, 14 KB
+    heavy = [asyncio.ensure_future(harness.ingest(kb, "heavy.pdf", bomb)) for kb in (HOSTILE, OTHER)]
+    await eventually(lambda: workers.general_lane_holders() == sorted([HOSTILE, OTHER]),
+                     "both heavy PDFs are read in the general lanes")
+    await completed(harness, THIRD, "solar.txt", SOLAR, "solar array kilowatts", "42 kilowatts")
+    assert not any(upload.done() for upload in heavy)
+    assert workers.general_lane_holders() == sorted([HOSTILE, OTHER])
+    for upload in heavy:  # LangBot gives up on them: their workers are killed, the lanes free
+        upload.cancel()
+    await asyncio.gather(*heavy, return_exceptions=True)
+    assert workers.general_lane_holders() == []

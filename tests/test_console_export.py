@@ -57,6 +57,8 @@ def test_the_unanswered_list_is_on_the_page_in_both_languages():
     assert text("zh_Hans", "unansweredTitle") == "知识库无法回答的问题"
     for key in ("unansweredHelp", "unansweredNone", "askedTimes", "sNothingHelp"):
         assert text("en_US", key) and text("zh_Hans", key)
+    # a search that finds nothing says what the bot gets for it
+    assert "the bot would be told nothing" in text("en_US", "noHits") and "机器人不会收到任何内容" in text("zh_Hans", "noHits")
 
 
 needs_chromium = pytest.mark.skipif(find_chromium() is None,

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -168,7 +172,7 @@ def heavy_pdf(pages: int, operators: int) -> bytes:
 
 async def test_two_heavy_pdfs_in_two_kbs_do_not_stop_a_third_kbs_small_upload(
         harness: Harness, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(workers, "QUICK_CAP_S", 1.0)  # the one that starts in the quick lane leaves it soon
+    monkeypatch.setattr(workers, "QUICK_CAP_S", 2.0)  # the one that starts in the quick lane leaves it soon
     bomb = heavy_pdf(40, 100_000)  # ~100 s of PDFium text extraction, 14 KB
     heavy = [asyncio.ensure_future(harness.ingest(kb, "heavy.pdf", bomb)) for kb in (HOSTILE, OTHER)]
     await eventually(lambda: workers.general_lane_holders() == sorted([HOSTILE, OTHER]),
@@ -180,3 +184,87 @@ async def test_two_heavy_pdfs_in_two_kbs_do_not_stop_a_third_kbs_small_upload(
         upload.cancel()
     await asyncio.gather(*heavy, return_exceptions=True)
     assert workers.general_lane_holders() == []
+
+
+async def test_a_kb_holding_a_lane_lets_another_kb_have_the_next_one(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Big files (past the quick lane's size) of one KB hold both general lanes; when one frees,
+    the other KB's waiting file gets it before the first KB's third file."""
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.hangs)
+    padding = b"x" * (workers.QUICK_MAX_BYTES + 1)
+
+    def upload(kb: str, name: str) -> asyncio.Future:
+        return asyncio.ensure_future(harness.ingest(kb, f"{name}.txt", f"{tmp_path / name}\n".encode() + padding))
+
+    first, second = upload(HOSTILE, "a1"), upload(HOSTILE, "a2")
+    await pid_of(tmp_path / "a1")
+    await pid_of(tmp_path / "a2")
+    third = upload(HOSTILE, "a3")
+    await eventually(lambda: len(workers._POOL_OWNER.get().waiting) == 1, "the third file waits")
+    other = upload(OTHER, "b1")
+    await eventually(lambda: len(workers._POOL_OWNER.get().waiting) == 2, "the other KB's file waits")
+    first.cancel()
+    await pid_of(tmp_path / "b1")
+    assert not (tmp_path / "a3").exists()
+    assert workers.general_lane_holders() == sorted([HOSTILE, OTHER])
+    for upload_task in (second, third, other):
+        upload_task.cancel()
+    await asyncio.gather(first, second, third, other, return_exceptions=True)
+    assert workers.general_lane_holders() == []
+
+
+async def test_workers_start_when_the_plugins_root_is_not_on_sys_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The runtime has the plugin's root on sys.path only while it imports the components."""
+    root = str(Path(__file__).resolve().parent.parent)
+    workers.shutdown_workers()
+    monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in (root, "", ".")])
+    monkeypatch.chdir(tmp_path)
+    document = await isolation.parse_upload(SOLAR, "solar.txt", "", OTHER)
+    assert "42 kilowatts" in document.text
+
+
+async def test_a_worker_is_replaced_after_its_jobs_and_when_it_died_idle(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.pid)
+
+    async def worker_pid() -> int:
+        return int((await isolation.parse_upload(b"x", "pid.txt", "", OTHER)).text)
+
+    first = await worker_pid()
+    assert await worker_pid() == first  # reused
+    monkeypatch.setattr(workers, "RECYCLE_JOBS", 3)
+    assert await worker_pid() == first  # its third job, its last
+    recycled = await worker_pid()
+    assert recycled != first and not alive(first)
+    monkeypatch.undo()
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.pid)
+    for idle in workers.worker_pids():  # killed while idle (the system's OOM killer, an operator)
+        os.kill(idle, signal.SIGKILL)
+    assert await worker_pid() not in (first, recycled)
+
+
+async def test_an_idle_worker_is_stopped(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(workers, "IDLE_STOP_S", 0.5)
+    workers.shutdown_workers()  # lanes that wait with this idle time
+    await isolation.parse_upload(SOLAR, "solar.txt", "", OTHER)
+    await eventually(lambda: workers.worker_pids() == [], "idle workers stopped")
+    monkeypatch.undo()
+    workers.shutdown_workers()
+
+
+def test_no_worker_outlives_the_plugin_process(tmp_path: Path):
+    script = (
+        "import asyncio, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+        "from lucidrag.base import workers\n"
+        "from lucidrag.ingestion import isolation\n"
+        "asyncio.run(isolation.parse_upload(b'tea', 'tea.txt', '', 'kb'))\n"
+        "print(' '.join(map(str, workers.worker_pids())))\n")
+    pids = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=HANG_S,
+                          check=True).stdout.split()
+    assert len(pids) == workers.GENERAL_LANES + workers.QUICK_LANES
+    for _ in range(HANG_S * 20):
+        if not any(alive(int(p)) for p in pids):
+            break
+        time.sleep(0.05)
+    assert not any(alive(int(p)) for p in pids)

@@ -59,3 +59,8 @@ def allocates(data: bytes, filename: str, mime_type: str, limits: dict[str, obje
     """Asks for more memory than a worker may use (calloc: no page is touched where it succeeds)."""
     memory = bytes((int(limits["PARSE_WORKER_MEMORY_MIB"]) + 512) << 20)  # type: ignore[call-overload]
     return Document(sections=(Section(text=f"allocated {len(memory)} bytes"),), format="text")
+
+
+def pid(data: bytes, filename: str, mime_type: str, limits: dict[str, object]) -> Document:
+    """The worker's pid as the document's text."""
+    return Document(sections=(Section(text=str(os.getpid())),), format="text")

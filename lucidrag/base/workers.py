@@ -97,6 +97,10 @@ class WorkerCrashed(Exception):
             return f"signal {self.signal_number}"
 
 
+class _DiedIdle(Exception):
+    """The worker was dead before it took the job (killed while idle): the job goes to a fresh one."""
+
+
 class WorkerKilled(Exception):
     """The worker was killed on purpose (its job's time ran out or was cancelled)."""
 
@@ -141,6 +145,7 @@ def _serve(read_fd: int, write_fd: int, memory_bytes: int, preload: tuple[str, .
         if request is None:
             return
         fn, args = request
+        _send(writer, ("started",))
         records.clear()
         try:
             answer: tuple[Any, ...] = ("ok", fn(*args))
@@ -244,6 +249,15 @@ _serve(r, w, {memory}, {preload!r}, {nice})
 """
 
 
+# The plugin's root (lucidrag/ is in it): the runtime has it on sys.path only while it imports the
+# plugin's components (HOST_CONTRACT), so a worker gets it first in its own.
+_PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def worker_sys_path() -> list[str]:
+    return [_PLUGIN_ROOT] + [entry for entry in sys.path if entry != _PLUGIN_ROOT]
+
+
 def worker_environment() -> dict[str, str]:
     kept = {name: value for name in ENV_ALLOWED if (value := os.environ.get(name)) is not None}
     # glibc reserves 64 MiB of address space per malloc arena, up to 8 per core: on a big machine
@@ -256,7 +270,7 @@ class WorkerProcess:
     """One running worker, driven from one thread (its lane's)."""
 
     def __init__(self, memory_bytes: int, preload: tuple[str, ...], nice: int = 0) -> None:
-        boot = _BOOT.format(path=list(sys.path), memory=memory_bytes, preload=preload, nice=nice)
+        boot = _BOOT.format(path=worker_sys_path(), memory=memory_bytes, preload=preload, nice=nice)
         flags = ["-I"] + (["-B"] if sys.dont_write_bytecode else [])
         self.process = subprocess.Popen(
             [sys.executable, *flags, "-c", boot], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -277,10 +291,19 @@ class WorkerProcess:
             raise WorkerUnavailable(why)
         _, self.pid, self.start_s, self.rss = ready
 
-    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], started: Callable[[], None]) -> Any:
         try:
             _send(self.process.stdin, (fn, args))
-            answer = _receive(self.process.stdout)
+            ack = _receive(self.process.stdout)
+        except (OSError, ValueError):
+            ack = None
+        if ack is None and not self.killed:
+            self.process.wait()
+            raise _DiedIdle()
+        if ack is not None:
+            started()
+        try:
+            answer = _receive(self.process.stdout) if ack is not None else None
         except (OSError, ValueError):
             answer = None
         if answer is None:
@@ -321,6 +344,7 @@ class _Run:
     """A job handed to a lane's thread; `done` is called there with (result, error)."""
     job: WorkerJob
     done: Callable[[Any, BaseException | None], None]
+    started: Callable[[], None]  # the worker took the job
     worker: WorkerProcess | None = None
     cancelled: bool = False
 
@@ -353,17 +377,31 @@ class _Lane:
                 self._retire()
                 return
             try:
-                worker = self._ready_worker()
-                with self.lock:
-                    if run.cancelled:
-                        continue
-                    run.worker = worker
-                result = worker.call(run.job.fn, run.job.args)
+                result = self._call(run)
             except BaseException as error:  # noqa: BLE001 - handed to the waiting coroutine
                 run.done(None, error)
             else:
                 run.done(result, None)
             self._after_job()
+
+    def _call(self, run: _Run) -> Any:
+        try:
+            return self._worker_for(run).call(run.job.fn, run.job.args, run.started)
+        except _DiedIdle:
+            pass
+        worker = self._worker_for(run)  # once more, on a fresh worker
+        try:
+            return worker.call(run.job.fn, run.job.args, run.started)
+        except _DiedIdle:
+            raise WorkerCrashed(worker.process.returncode) from None
+
+    def _worker_for(self, run: _Run) -> WorkerProcess:
+        worker = self._ready_worker()
+        with self.lock:
+            if run.cancelled:
+                raise WorkerKilled()
+            run.worker = worker
+        return worker
 
     def _ready_worker(self) -> WorkerProcess:
         with self.lock:
@@ -402,7 +440,7 @@ class _Lane:
         """`run` is no longer wanted: its worker is killed (or it never starts)."""
         with self.lock:
             run.cancelled = True
-            run.done = _ignore
+            run.done, run.started = _ignore, _nothing
             if run.worker is not None:
                 run.worker.kill()
 
@@ -557,19 +595,12 @@ async def run_job(job: WorkerJob) -> Any:
     pool = _POOL_OWNER.get()
     if job.size <= QUICK_MAX_BYTES:
         lane = await pool.acquire(job.owner, quick_ok=True)
-        if lane.quick:
-            try:
-                async with asyncio.timeout(QUICK_CAP_S):
-                    return await _run_on(lane, job)
-            except TimeoutError:
-                pass  # past the quick lane's time: on to a general lane, with the time left
-            finally:
-                pool.release(lane)
-        else:
-            try:
-                return await _run_on(lane, job)
-            finally:
-                pool.release(lane)
+        try:
+            return await _run_on(lane, job, QUICK_CAP_S if lane.quick else None)
+        except _PastCap:
+            pass  # past the quick lane's time: on to a general lane, with the time left
+        finally:
+            pool.release(lane)
     lane = await pool.acquire(job.owner, quick_ok=False)
     try:
         return await _run_on(lane, job)
@@ -577,9 +608,16 @@ async def run_job(job: WorkerJob) -> Any:
         pool.release(lane)
 
 
-async def _run_on(lane: _Lane, job: WorkerJob) -> Any:
+class _PastCap(Exception):
+    """The job ran past the quick lane's time (its worker was killed)."""
+
+
+async def _run_on(lane: _Lane, job: WorkerJob, cap_s: float | None = None) -> Any:
+    """The job's result from `lane`; with `cap_s`, at most that long from when its worker took it
+    (a worker's start is not the job's time)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
+    began = asyncio.Event()
 
     def settle(result: Any, error: BaseException | None) -> None:
         if future.done():
@@ -593,14 +631,34 @@ async def _run_on(lane: _Lane, job: WorkerJob) -> Any:
         if not loop.is_closed():
             loop.call_soon_threadsafe(settle, result, error)
 
-    run = _Run(job, done)
+    def started() -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(began.set)
+
+    run = _Run(job, done, started)
     lane.inbox.put(run)
     try:
-        return await asyncio.shield(future)
+        if cap_s is None:
+            return await asyncio.shield(future)
+        beginning = asyncio.ensure_future(began.wait())
+        try:
+            await asyncio.wait((future, beginning), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            beginning.cancel()
+        try:
+            async with asyncio.timeout(cap_s):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            lane.cancel(run)
+            raise _PastCap() from None
     except asyncio.CancelledError:
         lane.cancel(run)
         raise
 
 
 def _ignore(result: Any, error: BaseException | None) -> None:
+    pass
+
+
+def _nothing() -> None:
     pass

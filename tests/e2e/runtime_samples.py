@@ -1,6 +1,6 @@
 """Files for the runtime stages (tests/e2e/runtime_stages.py), written at run time with real writers.
 
-    python tests/e2e/runtime_samples.py OUT_DIR     -> OUT_DIR/*.{pdf,docx,txt,csv} and OUT_DIR/runtime.json
+    python tests/e2e/runtime_samples.py OUT_DIR     -> OUT_DIR/*.{pdf,docx,txt,csv,xlsx} and OUT_DIR/runtime.json
 
 Runs in the dev venv (reportlab, python-docx, Pillow; requirements-dev.txt). Everything comes from a
 seeded generator, so every run uploads the same bytes. Office files get their size the way real ones
@@ -193,6 +193,25 @@ def write_file(out: str, name: str, kind: str, n_bytes: int, fact: str, seed: in
     return path
 
 
+# the isolation stage: a spreadsheet whose reader aborts the process that reads it (one cell at
+# XFD1048576: python-calamine allocates the dense 16,384 x 1,048,576 grid, 512 GiB, and aborts),
+# uploaded beside an ordinary file into another KB at the same moment
+ISOLATION_NORMAL = ("rt_isolation_notes.txt", "txt", 4_000, "The Brindlecombe lighthouse keeper logs the tides at dusk.",
+                    "Who logs the tides at Brindlecombe?")
+
+
+def sheet_that_aborts_its_reader(out: str) -> str:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet["A1"], sheet["B1"], sheet["A2"], sheet["B2"] = "Product", "Price", "Oolong tea", 12
+    sheet["XFD1048576"] = "end"
+    path = os.path.join(out, "rt_isolation_prices.xlsx")
+    workbook.save(path)
+    return path
+
+
 def generate(out: str) -> str:
     """Write every file and OUT/runtime.json (what runtime_stages.py reads); returns its path."""
     os.makedirs(out, exist_ok=True)
@@ -202,7 +221,10 @@ def generate(out: str) -> str:
                  "query": query} for i, (name, kind, size, fact, query) in enumerate(specs)]
 
     manifest = {"concurrent": entries(CONCURRENT, 0), "kill": entries([KILL], 100)[0],
-                "kill_companion": entries([KILL_COMPANION], 150)[0], "flaky": entries(FLAKY, 200)}
+                "kill_companion": entries([KILL_COMPANION], 150)[0], "flaky": entries(FLAKY, 200),
+                "isolation": {"hostile": {"path": sheet_that_aborts_its_reader(out), "name": "rt_isolation_prices.xlsx",
+                                          "fact": "", "query": ""},
+                              "normal": entries([ISOLATION_NORMAL], 300)[0]}}
     path = os.path.join(out, "runtime.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(manifest, f, ensure_ascii=False, indent=1)

@@ -7,6 +7,11 @@
                       POST /faults of scripts/offline_embed.py): every file ends `completed` (with
                       vectors) or `failed` with a message in its task (GET /system/tasks/<id>), and a
                       failed file leaves no vector.
+  runtime.isolation   a spreadsheet that aborts its reader (SIGABRT) and an ordinary file are added
+                      to two KBs at the same moment: the plugin process lives on (same pid, never
+                      restarted), the spreadsheet FAILS with the reader's crash in its task, the
+                      ordinary file completes and its fact is retrieved; then another upload into
+                      the first KB completes (a fresh worker took the crashed one's place).
   runtime.kill        `lbp run` is SIGKILLed (its whole process group) while an ingest is upserting,
                       i.e. once the first vectors of the file are in Chroma; LangBot's view of the file
                       (interrupted) and whether it can be deleted are recorded; after `lbp run` is
@@ -245,6 +250,44 @@ class Stages:
         self.r.note(f"runtime.flaky: {counts['completed']} completed, {counts['failed']} failed (with a message) "
                     f"of {len(files)}; faults injected by the embedder: {injected} ({time.time() - t0:.0f}s)")
 
+    # ------------------------------------------------------------------ parse workers
+
+    def isolation(self, hostile: dict, normal: dict) -> None:
+        kb_hostile = self.create_kb("isolation-hostile", chunk_size=512, chunk_overlap=0)
+        kb_normal = self.create_kb("isolation-normal", chunk_size=512, chunk_overlap=0)
+        if not (kb_hostile and kb_normal):
+            return
+        pid = self.plugin.proc.pid
+        t0 = time.time()
+        with ThreadPoolExecutor(max_workers=2) as pool:  # both added at the same moment
+            bad_f, good_f = pool.submit(self.add_files, kb_hostile, [hostile]), pool.submit(self.add_files, kb_normal, [normal])
+            bad, good = bad_f.result(), good_f.result()
+        self.wait_terminal(kb_hostile, bad)
+        self.wait_terminal(kb_normal, good)
+        fb, fg = bad[hostile["name"]], good[normal["name"]]
+        status = (fb.get("rec") or {}).get("status")
+        message = self.task_message(fb)
+        # (once the sheet's grid is measured before the reader runs, the file fails with that limit)
+        self.check(f"isolation: {hostile['name']} FAILED with the reader's crash (or the sheet limit) in its task",
+                   status == "failed" and ("spreadsheet reader crashed" in message or "cells" in message),
+                   f"{status}: {message[:300]!r}")
+        self.check("isolation: the plugin process lived on (same pid, never restarted)",
+                   self.plugin.alive() and self.plugin.proc.pid == pid and self.engine_listed() is not None,
+                   f"pid {pid} -> {self.plugin.proc.pid if self.plugin.proc else None}, alive {self.plugin.alive()}")
+        self.check(f"isolation: {normal['name']} in the other KB completed",
+                   (fg.get("rec") or {}).get("status") == "completed",
+                   f"{' -> '.join(fg.get('seen') or [])}: {self.task_message(fg)[:200]!r}")
+        s, res = self.retrieve(kb_normal, normal["query"])
+        self.check(f"isolation: '{normal['query'][:40]}' -> {normal['name']} in top 5",
+                   any(normal["fact"][:20].lower() in self.d.result_text(r).lower() for r in res), f"HTTP {s}")
+        after = self.add_files(kb_hostile, [dict(normal, name="rt_isolation_again.txt")])
+        self.wait_terminal(kb_hostile, after)
+        self.check("isolation: the next upload into the KB whose reader crashed completed",
+                   (after["rt_isolation_again.txt"].get("rec") or {}).get("status") == "completed",
+                   self.task_message(after["rt_isolation_again.txt"])[:200])
+        self.r.note(f"runtime.isolation: {hostile['name']} -> {status} ({message[:160]!r}); plugin pid {pid} "
+                    f"unchanged; {time.time() - t0:.0f}s")
+
     # ------------------------------------------------------------------ stage 2
 
     def kill_mid_upsert(self, fe: dict, companion: dict) -> None:
@@ -350,6 +393,8 @@ def run(drive, args, api, embed, plugin, report) -> None:
             return
         st.concurrent(samples["concurrent"])
         st.flaky(samples["flaky"])
+        if "isolation" in samples:
+            st.isolation(samples["isolation"]["hostile"], samples["isolation"]["normal"])
         st.kill_mid_upsert(samples["kill"], samples["kill_companion"])
     except Exception as e:  # noqa: BLE001  a bug here must still give a FAIL line
         import traceback

@@ -82,6 +82,18 @@ def test_a_line_the_detector_ran_across_a_narrow_gutter_is_cut_at_it():
     assert [b.text for b in read_page(lines)] == [" ".join(left), " ".join(right)]
 
 
+def test_a_full_line_run_across_a_gutter_keeps_its_last_short_words_when_its_columns_other_lines_are_short():
+    # WenQuanYi Zen Hei's three-column page: the first line fills its column ("... in the", x 90-418),
+    # the column's other lines end at 341-351, the next column starts at 450. Cut halfway between
+    # 351 and 450 by character count, "the" went to the next column: "the Two new stores ...".
+    lines = [_line("Sales rose by four percent in the Two new stores opened in Leeds", 90, 203, 780, 26),
+             _line("north region this quarter.", 90, 237, 341, 26), _line("and in Hull during March.", 450, 237, 703, 26),
+             _line("The south region was flat.", 90, 306, 351, 26), _line("Both stores open at eight.", 450, 306, 712, 26)]
+    text = " ".join(b.text for b in read_page(lines))
+    assert _in_order(text, ["Sales rose by four percent in the north region this quarter.", "The south region was flat.",
+                            "Two new stores opened in Leeds and in Hull during March.", "Both stores open at eight."]), text
+
+
 def test_a_tilted_page_is_turned_upright_before_rows_are_found():
     import math
 

@@ -17,10 +17,13 @@ from lucidrag.base.errors import SettingsError
 ChunkingMode = Literal["structure", "fixed", "parent_child"]
 SearchMode = Literal["hybrid", "vector", "keyword"]
 QueryLogMode = Literal["text", "hash", "off"]
+RelevanceCut = Literal["auto", "off"]
 
 CHUNKING_MODES: tuple[str, ...] = ("structure", "fixed", "parent_child")
 SEARCH_MODES: tuple[str, ...] = ("hybrid", "vector", "keyword")
 QUERY_LOG_MODES: tuple[str, ...] = ("text", "hash", "off")  # what the console's query log keeps
+# "auto": a question the knowledge base does not answer gets no passages (retrieval/relevance.py)
+RELEVANCE_CUTS: tuple[str, ...] = ("auto", "off")
 
 MIN_CHUNK_SIZE = 64
 MAX_CHUNK_SIZE = 8000
@@ -45,6 +48,7 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "query_log": "text",
     "query_log_size": 1000,
     "source_line": True,
+    "relevance_cut": "auto",
 }
 
 
@@ -74,6 +78,8 @@ class RetrievalSettings:
     query_log_size: int = RETRIEVAL_DEFAULTS["query_log_size"]
     # each passage's content starts with its source (document, heading path, page)
     source_line: bool = RETRIEVAL_DEFAULTS["source_line"]
+    # whether a question no passage answers gets nothing (independent of score_threshold)
+    relevance_cut: RelevanceCut = RETRIEVAL_DEFAULTS["relevance_cut"]
 
 
 def parse_creation_settings(raw: Mapping[str, Any] | None) -> CreationSettings:
@@ -129,8 +135,9 @@ def parse_retrieval_settings(raw: Mapping[str, Any] | None) -> RetrievalSettings
         raise SettingsError(f"query_log_size ({log_size}) must be between {MIN_QUERY_LOG_SIZE} and "
                             f"{MAX_QUERY_LOG_SIZE}.")
     source_line = _as_bool(raw.get("source_line", RETRIEVAL_DEFAULTS["source_line"]), "source_line")
+    cut = _as_choice(raw.get("relevance_cut", RETRIEVAL_DEFAULTS["relevance_cut"]), "relevance_cut", RELEVANCE_CUTS)
     return RetrievalSettings(top_k, mode, weight, threshold, rerank, window, log, log_size,  # type: ignore[arg-type]
-                             source_line)
+                             source_line, cut)  # type: ignore[arg-type]
 
 
 def _as_int(value: Any, name: str) -> int:

@@ -1,6 +1,7 @@
-"""Retrieve: candidates (vector and/or keyword) → fusion → rerank → threshold → dedupe →
-parent / neighbour expansion → hits in score order, each with a 0–1 score and a consistent
-distance (1 − score)."""
+"""Retrieve: candidates (vector and/or keyword) → relevance cut (a question no passage answers
+gets no hits) → fusion → rerank → threshold → dedupe → parent / neighbour expansion → hits in
+score order, each with a 0–1 score and a consistent distance (1 − score). The hits are what the
+bot is told: an empty list when the cut found nothing that answers."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe
 from lucidrag.base.settings import CreationSettings, RetrievalSettings
-from lucidrag.retrieval import fusion
+from lucidrag.retrieval import fusion, relevance
 from lucidrag.retrieval.fusion import (
     Candidate,
     Fused,
@@ -155,6 +156,9 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         vector = await _vector_candidates(searcher, state, embedder, request, pool, found)
     if use_keyword:
         keyword = await _keyword_candidates(selector, state, request, pool, found)
+    if settings.relevance_cut == "auto" and not await _answers(selector, state, request, vector,
+                                                               keyword if use_keyword else None, found):
+        return []  # no passage answers the question: the bot is told nothing
     if mode == "hybrid" and use_keyword:
         ranked = diversify(fuse(vector, by_coverage(keyword), settings.vector_weight), found.file_of,
                             fusion.FILE_SUPPORT)
@@ -211,6 +215,23 @@ async def _hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveReque
         if len(hits) >= settings.top_k or end >= len(head):
             break
     return hits
+
+
+async def _answers(selector: Selector, state: KnowledgeBaseState, request: RetrieveRequest,
+                   vector: list[Candidate], keyword: list[Candidate] | None, found: _Found) -> bool:
+    """The relevance cut (retrieval/relevance.py) on the candidates found (`keyword` None: the
+    keyword index was not searched). Vector mode asks the keyword index too, for the question's
+    words (its best relevance.DEPTH chunks: CPU only, no host call), unless it is still being read."""
+    if keyword is None and state.loaded and not state.indexing:
+        keyword = await _keyword_candidates(selector, state, request, relevance.DEPTH, found)
+    best = max(vector, key=lambda c: c.score, default=None)
+    if best is not None and found.file_of.get(best.chunk_id) not in state.index:
+        keyword = None  # the best passage's file is not indexed (e.g. adopted from its vectors): no word evidence
+    verdict = relevance.judge(relevance.gather(vector, keyword))
+    if not verdict.answers:
+        logger.debug("kb=%s: no passage answers the question (stands out %s, coverage %s)", request.kb_id,
+                     verdict.stand_out, verdict.coverage)
+    return verdict.answers
 
 
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,

@@ -1,0 +1,265 @@
+"""Questions the knowledge base cannot answer: how many get nothing, and what the cut costs.
+
+    .venv-bench/bin/python bench/bench_relevance.py [--kbs scifact,medquad,drcd,cmrc]
+        [--models minilm,e5] [--queries 100] [--docs 400] [--foreign 100] [--modes vector,keyword,hybrid]
+        [--rerank] [--dump FILE] [--patch MODULE.ATTR=VALUE ...]
+
+For every model and every KB collection: a subset of the collection (bench_retrieval.subsample:
+its real questions' judged documents plus seeded others) is uploaded through the real component
+against the benchmark host (bench_retrieval.BenchHost). Then, in every mode (and with `--rerank`,
+hybrid with a stand-in rerank model: the cosine of the same embedding model, as no cross-encoder
+ships offline), it asks
+
+* the collection's own questions, with the relevance cut off and on (`relevance_cut`): nDCG@10 and
+  Recall@5 (top_k 10, document level) of both, and how many of them got nothing;
+* questions of the other collections ("foreign": SciFact claims against MedQuAD's FAQ entries,
+  DRCD's questions against CMRC's sentences, ...), with the cut on: the share answered with
+  nothing.
+
+`--dump FILE` writes, per question and mode, what the relevance cut saw (`lucidrag.retrieval.
+relevance.Evidence`) and the ranked documents, for analysing a rule offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.bench_retrieval import (  # noqa: E402
+    CHUNKINGS,
+    Bench,
+    BenchHost,
+    apply_patches,
+    code_version,
+    metrics,
+    subsample,
+)
+from tests.fakes import hash_embed  # noqa: E402
+
+TOP_K = 10
+LANGUAGE_GROUP = {"scifact": "en", "cisi": "en", "medquad": "en", "medquad-pages": "en", "drcd": "zh", "cmrc": "zh"}
+# Where a collection's questions are asked as foreign questions: every other collection of the
+# same language (the hard case: same script, often the same field) and, with --cross-language,
+# the others too.
+QUESTION_SOURCES = ("scifact", "cisi", "medquad", "drcd", "cmrc")
+
+
+@dataclass
+class Row:
+    model: str
+    kb: str
+    mode: str
+    real_off_ndcg: float = 0.0
+    real_on_ndcg: float = 0.0
+    real_off_recall: float = 0.0
+    real_on_recall: float = 0.0
+    real_queries: int = 0
+    real_emptied: int = 0  # real questions the cut left with nothing
+    foreign: dict[str, tuple[int, int]] = field(default_factory=dict)  # source → (emptied, asked)
+
+
+def foreign_questions(kb: str, n: int, seed: int, cross_language: bool) -> dict[str, dict[str, str]]:
+    """source collection → {qid: question}, `n` seeded questions of each other collection."""
+    from bench.lib.datasets import available_datasets, load_dataset
+
+    out: dict[str, dict[str, str]] = {}
+    for source in QUESTION_SOURCES:
+        if source == kb or source not in available_datasets():
+            continue
+        if not cross_language and LANGUAGE_GROUP[source] != LANGUAGE_GROUP[kb]:
+            continue
+        ds = load_dataset(source)
+        qids = sorted(q for q in ds.queries if ds.qrels.get(q))
+        random.Random(seed).shuffle(qids)
+        out[source] = {q: ds.queries[q] for q in qids[:n]}
+    return out
+
+
+class Recorder:
+    """With --dump: the candidate lists the relevance cut saw for the current question (whole, not
+    only the part `relevance.gather` keeps), and every question answered (no cut)."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, Any] | None = None
+
+    def install(self) -> None:
+        from lucidrag.retrieval import relevance
+
+        gather, judge = relevance.gather, relevance.judge
+
+        def recording_gather(vector, keyword):
+            if self.current is not None:
+                self.current["evidence"] = {
+                    "cosines": sorted((c.score for c in vector), reverse=True),
+                    "coverages": None if keyword is None else [c.score for c in keyword],
+                    "strengths": None if keyword is None else [c.rank_strength for c in keyword],
+                }
+            return gather(vector, keyword)
+
+        def answering_judge(evidence):
+            verdict = judge(evidence)
+            return relevance.Verdict(True, verdict.stand_out, verdict.coverage)
+        relevance.gather = recording_gather
+        relevance.judge = answering_judge
+
+
+async def run_kb(model: str, kb: str, args, embedder, recorder: Recorder, dump) -> list[Row]:
+    from bench.lib.datasets import DATASETS, load_dataset
+
+    ds = load_dataset(kb)
+    corpus, queries, qrels = subsample(ds, args.queries, args.docs, args.seed)
+    foreign = foreign_questions(kb, args.foreign, args.seed, args.cross_language)
+    every_query = list(queries.values()) + [q for qs in foreign.values() for q in qs.values()]
+    query_vectors = dict(zip(every_query, embedder.embed_queries(every_query)))
+
+    def query_embed(texts: list[str]) -> list[list[float]]:
+        missing = [t for t in texts if t not in query_vectors]
+        if missing:
+            query_vectors.update(zip(missing, embedder.embed_queries(missing)))
+        return [query_vectors[t] for t in texts]
+
+    file_ext = DATASETS[kb].file_ext
+    creation = CHUNKINGS["lucid"]
+    dry = BenchHost(lambda ts: [hash_embed(t) for t in ts])
+    dry.recorded = []
+    await Bench(dry).ingest("lucid", corpus, creation, file_ext=file_ext)
+    t0 = time.perf_counter()
+    embedder.embed_documents(list(dict.fromkeys(dry.recorded)))
+    print(f"  {kb} / {model}: {len(corpus)} docs embedded in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+          flush=True)
+    host = BenchHost(embedder.embed_documents, query_embed)
+
+    def rerank_fn(query: str, documents: list[str]) -> list[float]:
+        from lucidrag.vectors.scoring import cosine
+
+        q = query_embed([query])[0]
+        return [max(0.0, cosine(q, d)) for d in embedder.embed_documents(documents)]
+    host.rerank_fn = rerank_fn
+    bench = Bench(host)
+    await bench.ingest("lucid", corpus, creation, file_ext=file_ext)
+    await bench.warm("lucid", creation)
+
+    async def ask(question: str, settings: dict[str, Any], record: dict[str, Any] | None) -> list[str]:
+        recorder.current = record
+        try:
+            response = await bench.retrieve("lucid", question, {"top_k": TOP_K, **settings}, creation)
+        finally:
+            recorder.current = None
+        if response.metadata and response.metadata.get("error"):
+            raise RuntimeError(f"retrieve failed: {response.metadata['error']}")
+        return list(dict.fromkeys(bench.file_to_doc.get(str(e.metadata.get("file_id")), "?")
+                                  for e in response.results))
+
+    if dump:
+        await dump_evidence(model, kb, queries, qrels, foreign, ask, recorder, dump)
+        return []
+    rows = []
+    variants = [(mode, {"search_mode": mode}) for mode in args.modes.split(",")]
+    if args.rerank:
+        variants.append(("hybrid+rerank", {"search_mode": "hybrid", "rerank_model_uuid": "bench-rerank"}))
+    for mode, settings in variants:
+        row = Row(model, kb, mode, real_queries=len(queries))
+        for qid, question in queries.items():
+            off = await ask(question, {**settings, "relevance_cut": "off"}, None)
+            on = await ask(question, {**settings, "relevance_cut": "auto"}, None)
+            n_off, r_off, _ = metrics(off, qrels.get(qid, {}))
+            n_on, r_on, _ = metrics(on, qrels.get(qid, {}))
+            row.real_off_ndcg += n_off
+            row.real_on_ndcg += n_on
+            row.real_off_recall += r_off
+            row.real_on_recall += r_on
+            row.real_emptied += not on
+        n = max(1, len(queries))
+        row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
+        row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
+        for source, questions in foreign.items():
+            emptied = 0
+            for question in questions.values():
+                emptied += not await ask(question, {**settings, "relevance_cut": "auto"}, None)
+            row.foreign[source] = (emptied, len(questions))
+        rows.append(row)
+        print(f"  {kb} / {model} / {mode}: " + row_text(row), file=sys.stderr, flush=True)
+    return rows
+
+
+async def dump_evidence(model: str, kb: str, queries, qrels, foreign, ask, recorder: Recorder, dump) -> None:
+    """Per question: what the hybrid search saw (both lists) and each mode's ranking without a cut;
+    the vector and keyword modes' own evidence is a prefix of the hybrid lists."""
+    asked = [(kb, qid, q) for qid, q in queries.items()]
+    asked += [(source, qid, q) for source, qs in foreign.items() for qid, q in qs.items()]
+    for source, qid, question in asked:
+        record: dict[str, Any] = {"model": model, "kb": kb, "source": source, "qid": qid}
+        for mode in ("vector", "keyword", "hybrid"):
+            ranked = await ask(question, {"search_mode": mode, "relevance_cut": "auto"},
+                               record if mode == "hybrid" else None)
+            n, r, _ = metrics(ranked, qrels.get(qid, {}) if source == kb else {})
+            record[mode] = {"ndcg": n, "recall": r}
+        dump.write(json.dumps(record, ensure_ascii=False) + "\n")
+    dump.flush()
+    print(f"  {kb} / {model}: {len(asked)} questions dumped", file=sys.stderr, flush=True)
+
+
+def row_text(row: Row) -> str:
+    foreign = ", ".join(f"{s} {e}/{n}" for s, (e, n) in row.foreign.items())
+    return (f"nDCG@10 {row.real_off_ndcg:.4f} → {row.real_on_ndcg:.4f}, R@5 {row.real_off_recall:.4f} → "
+            f"{row.real_on_recall:.4f}, own emptied {row.real_emptied}/{row.real_queries}; foreign emptied {foreign}")
+
+
+def table(rows: Sequence[Row]) -> str:
+    lines = ["| model | KB (own questions) | mode | nDCG@10 off → auto | Recall@5 off → auto | own questions "
+             "emptied | foreign questions answered with nothing |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        foreign = ", ".join(f"{s} {100 * e / n:.0f} %" for s, (e, n) in r.foreign.items() if n)
+        lines.append(f"| {r.model} | {r.kb} ({r.real_queries}) | {r.mode} | {r.real_off_ndcg:.4f} → "
+                     f"{r.real_on_ndcg:.4f} ({r.real_on_ndcg - r.real_off_ndcg:+.4f}) | {r.real_off_recall:.4f} → "
+                     f"{r.real_on_recall:.4f} ({r.real_on_recall - r.real_off_recall:+.4f}) | "
+                     f"{r.real_emptied} | {foreign} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kbs", default="scifact,medquad,drcd,cmrc")
+    parser.add_argument("--models", default="minilm,e5")
+    parser.add_argument("--queries", type=int, default=100, help="own questions per KB")
+    parser.add_argument("--docs", type=int, default=400, help="documents per KB (judged ones always kept)")
+    parser.add_argument("--foreign", type=int, default=100, help="questions of each other collection")
+    parser.add_argument("--modes", default="vector,keyword,hybrid")
+    parser.add_argument("--rerank", action="store_true", help="also hybrid with a stand-in rerank model")
+    parser.add_argument("--cross-language", action="store_true", help="also ask other languages' questions")
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--patch", action="append", default=[])
+    parser.add_argument("--dump", default="")
+    args = parser.parse_args(argv)
+    code = code_version()
+    apply_patches(args.patch)
+    from bench.lib.embedders import get_embedder
+
+    recorder = Recorder()
+    dump = open(args.dump, "a", encoding="utf-8") if args.dump else None
+    if dump:
+        recorder.install()
+    rows: list[Row] = []
+    for model in args.models.split(","):
+        embedder = get_embedder(model)
+        for kb in args.kbs.split(","):
+            rows += asyncio.run(run_kb(model, kb, args, embedder, recorder, dump))
+    print(f"\ncode {code}; {args.queries} own questions and {args.docs} documents per KB, {args.foreign} questions "
+          f"of each other collection; top_k {TOP_K}\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

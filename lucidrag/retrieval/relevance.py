@@ -1,0 +1,101 @@
+"""Whether the knowledge base answers a question at all: the relevance cut (setting `relevance_cut`).
+
+A question no passage answers still has a best passage, and its score alone does not say so: how
+similar unrelated texts look depends on the embedding model (all-MiniLM puts them ~0.1 apart,
+multilingual-e5 ~0.8), and a constant cut on the fused score that empties most unrelated questions
+also empties real ones (docs/BENCHMARKS.md). So the cut weighs evidence measured against the
+knowledge base itself, from the candidates the searches have already found (no host call):
+
+* how far the best passage stands out from the rest of this knowledge base for this question
+  (`stand_out`): (best cosine − the DEPTH-th best) / (1 − the DEPTH-th best). The DEPTH-th best
+  passage almost never answers the question, so it shows how close this KB's unrelated passages
+  come to the question with this model; dividing by the room left above it makes the measure the
+  same for a model that puts unrelated texts 0.1 apart and one that puts them 0.8 apart (it is
+  unchanged when every cosine c becomes b + (1 − b)·c);
+* how much of the question's distinctive wording one passage holds (`coverage`): the share of the
+  question's idf weight found in the best keyword candidate (a term no passage holds has the
+  largest idf), i.e. whether the words that make the question specific occur in this KB at all;
+* keyword mode, without cosines: also how far the best BM25 match stands out from the DEPTH-th.
+
+A question is answered when stand_out + coverage reaches ANSWER_BAR (keyword mode: coverage + half
+the BM25 stand-out reaches KEYWORD_BAR); else it gets no passages. The bars were chosen on some
+collection pairs and checked on others (docs/BENCHMARKS.md, "Questions the knowledge base cannot
+answer"). Where a list is missing (the keyword index is still being read after a restart, or a KB
+too small to have a background) the question is answered on the evidence there is, never cut
+for the lack of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lucidrag.retrieval.fusion import Candidate
+
+# Candidates of each list the evidence looks at: the shortest list any mode searches, so the
+# verdict is the same whatever top_k (and the same in vector and hybrid mode).
+DEPTH = 20
+# Fewer candidates than this (a KB of a few passages) are no background to stand out from.
+MIN_BACKGROUND = 8
+ANSWER_BAR = 0.35
+KEYWORD_BAR = 0.47
+KEYWORD_STAND_OUT_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class Evidence:
+    cosines: tuple[float, ...]  # the vector candidates' cosines, best first, at most DEPTH (empty: no vector search)
+    coverages: tuple[float, ...] | None  # keyword candidates' query coverage, BM25 order (None: not searched)
+    strengths: tuple[float, ...] = ()  # their BM25 scores, best first
+
+    @property
+    def stand_out(self) -> float | None:
+        """How far the best cosine stands out from the DEPTH-th best, on the room above that."""
+        if len(self.cosines) < MIN_BACKGROUND:
+            return None
+        background = self.cosines[-1]
+        room = 1.0 - background
+        return (self.cosines[0] - background) / room if room > 1e-9 else 0.0
+
+    @property
+    def coverage(self) -> float | None:
+        if self.coverages is None:
+            return None
+        return max(self.coverages, default=0.0)
+
+    @property
+    def keyword_stand_out(self) -> float:
+        """How far the best BM25 score stands out from the DEPTH-th best (0 when fewer than DEPTH
+        chunks hold any of the question's terms)."""
+        if not self.strengths or self.strengths[0] <= 0.0:
+            return 0.0
+        background = self.strengths[DEPTH - 1] if len(self.strengths) >= DEPTH else 0.0
+        return (self.strengths[0] - background) / self.strengths[0]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    answers: bool
+    stand_out: float | None
+    coverage: float | None
+
+
+def gather(vector: Sequence[Candidate], keyword: Sequence[Candidate] | None) -> Evidence:
+    """The evidence of one question's candidate lists (`vector` in any order; `keyword` in BM25
+    order, None when the keyword index was not searched)."""
+    cosines = tuple(sorted((c.score for c in vector), reverse=True)[:DEPTH])
+    if keyword is None:
+        return Evidence(cosines, None)
+    head = keyword[:DEPTH]
+    return Evidence(cosines, tuple(c.score for c in head), tuple(c.rank_strength for c in head))
+
+
+def judge(evidence: Evidence) -> Verdict:
+    stand_out, coverage = evidence.stand_out, evidence.coverage
+    if coverage is None:  # the keyword index could not be asked (still being read after a restart)
+        answers = True
+    elif stand_out is None:  # keyword mode, or too few passages for a background
+        answers = coverage + KEYWORD_STAND_OUT_WEIGHT * evidence.keyword_stand_out >= KEYWORD_BAR
+    else:
+        answers = stand_out + coverage >= ANSWER_BAR
+    return Verdict(answers, stand_out, coverage)

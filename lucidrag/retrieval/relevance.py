@@ -15,14 +15,15 @@ knowledge base itself, from the candidates the searches have already found (no h
 * how much of the question's distinctive wording one passage holds (`coverage`): the share of the
   question's idf weight found in the best keyword candidate (a term no passage holds has the
   largest idf), i.e. whether the words that make the question specific occur in this KB at all;
-* keyword mode, without cosines: also how far the best BM25 match stands out from the DEPTH-th.
+* without a stand-out (keyword mode; fewer than DEPTH passages to compare, e.g. a small KB whose
+  passages may all answer): also how far the best BM25 match stands out from the DEPTH-th best
+  (which is 0 when fewer chunks hold any of the question's terms).
 
-A question is answered when stand_out + coverage reaches ANSWER_BAR (keyword mode: coverage + half
-the BM25 stand-out reaches KEYWORD_BAR); else it gets no passages. The bars were chosen on some
+A question is answered when stand_out + coverage reaches ANSWER_BAR (without a stand-out: coverage +
+half the BM25 stand-out reaches KEYWORD_BAR); else it gets no passages. The bars were chosen on some
 collection pairs and checked on others (docs/BENCHMARKS.md, "Questions the knowledge base cannot
-answer"). Where a list is missing (the keyword index is still being read after a restart, or a KB
-too small to have a background) the question is answered on the evidence there is, never cut
-for the lack of it.
+answer"). Where the keyword index cannot be asked (it is still being read after a restart) the
+question is not cut for the lack of its evidence.
 """
 
 from __future__ import annotations
@@ -35,8 +36,6 @@ from lucidrag.retrieval.fusion import Candidate
 # Candidates of each list the evidence looks at: the shortest list any mode searches, so the
 # verdict is the same whatever top_k (and the same in vector and hybrid mode).
 DEPTH = 20
-# Fewer candidates than this (a KB of a few passages) are no background to stand out from.
-MIN_BACKGROUND = 8
 ANSWER_BAR = 0.35
 KEYWORD_BAR = 0.47
 KEYWORD_STAND_OUT_WEIGHT = 0.5
@@ -51,7 +50,7 @@ class Evidence:
     @property
     def stand_out(self) -> float | None:
         """How far the best cosine stands out from the DEPTH-th best, on the room above that."""
-        if len(self.cosines) < MIN_BACKGROUND:
+        if len(self.cosines) < DEPTH:  # a KB (or a filter's choice) of a few passages: they may all answer
             return None
         background = self.cosines[-1]
         room = 1.0 - background
@@ -94,7 +93,7 @@ def judge(evidence: Evidence) -> Verdict:
     stand_out, coverage = evidence.stand_out, evidence.coverage
     if coverage is None:  # the keyword index could not be asked (still being read after a restart)
         answers = True
-    elif stand_out is None:  # keyword mode, or too few passages for a background
+    elif stand_out is None:  # keyword mode, or too few passages to compare
         answers = coverage + KEYWORD_STAND_OUT_WEIGHT * evidence.keyword_stand_out >= KEYWORD_BAR
     else:
         answers = stand_out + coverage >= ANSWER_BAR

@@ -89,3 +89,24 @@ async def test_in_hash_mode_the_unanswered_list_counts_repeats_without_the_text(
         await harness.retrieve(KB, "zygomorphic xylophones", settings={"search_mode": "keyword", "query_log": "hash"})
     [gap] = (await api(page, "/analytics", kb_id=KB))["windows"]["hour"]["could_not_answer"]
     assert gap["question"] == "" and gap["count"] == 2 and gap["hash"] == question_digest(KB, "zygomorphic xylophones")
+
+
+async def test_the_question_of_issue_40_that_no_file_answers_is_listed_as_a_gap_with_the_relevance_cut():
+    """The coffee-grinder office KB of tests/test_relevance_cut.py with default settings: the relevance
+    cut gives the kettle question no passage, so the console counts it as nothing found and lists it."""
+    from components.pages.console.console import LucidRagConsole
+    from tests.test_console import create_kb
+    from tests.test_relevance_cut import ANSWERED, FILES, NOTES, UNANSWERED, model_like
+
+    host = ConsoleHost(embed=model_like(0.5))
+    harness = Harness(host)
+    await create_kb(harness, host, "kb-office", "Office")
+    for name, content in {**FILES, **NOTES}.items():
+        await harness.ingest("kb-office", name, content.encode(), document_id=name)
+    for question in (UNANSWERED, ANSWERED, UNANSWERED):
+        await harness.retrieve("kb-office", question)  # default settings: hybrid, relevance_cut auto
+    console = LucidRagConsole()
+    console.plugin = host  # type: ignore[assignment]
+    day = (await api(console, "/analytics", kb_id="kb-office"))["windows"]["day"]
+    assert day["questions"] == 3 and day["nothing_found"] == 2
+    assert [(g["question"], g["count"]) for g in day["could_not_answer"]] == [(UNANSWERED, 2)]

@@ -33,6 +33,17 @@ QUESTIONS = ("How much does machine part PX-1042 weigh?", "Which warehouse ships
              "warranty period for the cooling pumps", "who answers emergency calls")
 MODES = ("keyword", "vector", "hybrid")
 UPLOADING, OTHER = "kb-uploading", "kb-other"
+SMALL_KB = "kb-small"
+
+
+def hostile_pdf() -> bytes:
+    """r03's PDF, from this checkout's tests/samples.py (whatever checkout --root measures)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lucidrag_bench_samples", HERE / "tests" / "samples.py")
+    samples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(samples)
+    return samples.shared_content_pdf(40, 100_000)
 
 
 def scan_pages(count: int, tag: str) -> list:
@@ -66,7 +77,7 @@ def line(label: str, seconds: list[float]) -> str:
             f"p99 {percentile(seconds, 0.99) * 1000:7.0f} ms   max {max(seconds) * 1000:7.0f} ms")
 
 
-async def bench(pages: int, delete_at: float) -> None:
+async def bench(pages: int, delete_at: float, hostile: int) -> None:
     from tests import ocr_samples
     from tests.conftest import FakePlugin, Harness
     from tests.fakes import LoopStallMonitor
@@ -97,6 +108,16 @@ async def bench(pages: int, delete_at: float) -> None:
         result = await harness.ingest(UPLOADING, f"scan-{tag}.pdf", scans[tag], mime_type="application/pdf")
         return time.perf_counter() - start, str(result.status.value)
 
+    async def hostile_upload(n: int) -> str:
+        result = await harness.ingest(f"kb-hostile-{n}", "heavy.pdf", hostile_pdf(), mime_type="application/pdf")
+        return str(result.status.value)
+
+    async def small_upload() -> tuple[float, str]:
+        await asyncio.sleep(3.0)
+        start = time.perf_counter()
+        result = await harness.ingest(SMALL_KB, "note.txt", b"The gate code for loading bay 7 is 4417.")
+        return time.perf_counter() - start, str(result.status.value)
+
     async def delete() -> tuple[float, bool]:
         await asyncio.sleep(delete_at)
         start = time.perf_counter()
@@ -105,6 +126,8 @@ async def bench(pages: int, delete_at: float) -> None:
 
     began = time.perf_counter()
     async with LoopStallMonitor() as loop_stalls:
+        hostiles = [asyncio.ensure_future(hostile_upload(n)) for n in range(hostile)]
+        small = asyncio.ensure_future(small_upload()) if hostile else None
         uploads = asyncio.gather(*(upload(tag) for tag in scans))
         deleting = asyncio.ensure_future(delete())
         questions: list[asyncio.Task] = []
@@ -117,12 +140,19 @@ async def bench(pages: int, delete_at: float) -> None:
             await asyncio.wait([uploads], timeout=max(0.0, began + tick - time.perf_counter()))
         await asyncio.gather(*questions)
         delete_s, deleted = await deleting
+        small_result = await small if small is not None else None
+        for task in hostiles:  # LangBot would wait up to 1,100 s for them
+            task.cancel()
+        await asyncio.gather(*hostiles, return_exceptions=True)
 
     every = [s for times in answers.values() for s in times]
     print(f"{pages}-page scans: {', '.join(f'{tag} {len(data) / 1e6:.1f} MB' for tag, data in scans.items())}")
     for tag, (seconds, status) in zip(scans, uploads.result()):
         print(f"upload scan-{tag}.pdf          {seconds:7.1f} s   {status}")
     print(f"delete_document           {delete_s:7.2f} s   returned {deleted} (at {delete_at:.0f} s)")
+    if small_result is not None:
+        print(f"{hostile} hostile PDFs uploading in {hostile} other KBs; a 45-byte .txt in a fifth KB: "
+              f"{small_result[0]:.1f} s, {small_result[1]}")
     print(line("every answer", every) + f"   (the slowest asked at {slowest[1]:.0f} s)")
     for kb in (UPLOADING, OTHER):
         print(line(f"  {kb}", [s for (k, _), times in answers.items() if k == kb for s in times]))
@@ -136,6 +166,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=HERE, help="the LucidRAG checkout to measure")
     parser.add_argument("--pages", type=int, default=12, help="pages per scanned PDF")
     parser.add_argument("--delete-at", type=float, default=5.0, help="seconds into the uploads")
+    parser.add_argument("--hostile", type=int, default=0, help="hostile PDFs uploading meanwhile, each in its KB")
     args = parser.parse_args()
     sys.path.insert(0, str(args.root.resolve()))
     import lucidrag.base.host
@@ -146,7 +177,7 @@ def main() -> None:
     print(f"code: {args.root.resolve()}")
     loop = runtime_loop()
     try:
-        loop.run_until_complete(bench(args.pages, args.delete_at))
+        loop.run_until_complete(bench(args.pages, args.delete_at, args.hostile))
     finally:
         loop.close()
 

@@ -12,11 +12,12 @@ address-space cap (RLIMIT_AS) and, on Linux, death with the plugin. Its log reco
 with each answer and are logged here. Plain data crosses: `job.fn` is pickled by reference (a
 module-level function), its arguments and result by value.
 
-Lanes: GENERAL_LANES workers take any job; one QUICK lane takes only small jobs, for at most
-QUICK_CAP_S each (then the job is killed there and waits for a general lane with the rest of its
-time). A free lane goes to the waiting job whose owner holds the fewest lanes (general) or used the
-quick lane longest ago, then to the oldest: one owner (a knowledge base) never holds every lane
-while another waits, and a small job always gets a turn within QUICK_CAP_S per owner ahead of it.
+Lanes: GENERAL_LANES workers take any job; one QUICK lane takes only small jobs, and only when no
+general lane is free, for at most QUICK_CAP_S each (then the job is killed there and waits for a
+general lane with the rest of its time). A free lane goes to the waiting job whose owner holds
+the fewest general lanes (or, for the quick lane, had it longest ago), then to the oldest: one
+owner (a knowledge base) never holds every lane while another waits, and a small job always gets
+a turn within QUICK_CAP_S per owner ahead of it.
 
 Cancelling `run_job` (the ingest's deadline, its hook cancelled, its KB deleted) kills the worker
 running the job at once; the lane starts a fresh one. A worker is replaced after RECYCLE_JOBS jobs
@@ -43,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lucidrag.base import limits
+
 logger = logging.getLogger(__name__)
 
 # The lanes (docs/DESIGN.md "Parse workers" has the measurements behind each number).
@@ -57,7 +60,6 @@ QUICK_NICE = 5
 RECYCLE_JOBS = 200
 RECYCLE_RSS_BYTES = 600 << 20
 IDLE_STOP_S = 600.0
-STOP_WAIT_S = 2.0  # a worker asked to exit (recycled, idle, shutdown) is killed after this
 # What a worker keeps of the plugin's environment: locale, paths and thread-count knobs; never
 # LangBot's keys, tokens or URLs.
 ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP",
@@ -110,8 +112,6 @@ class WorkerUnavailable(Exception):
 
 
 def memory_cap_bytes() -> int:
-    from lucidrag.base import limits
-
     return int(limits.PARSE_WORKER_MEMORY_MIB) << 20
 
 
@@ -327,16 +327,13 @@ class WorkerProcess:
             self.process.kill()
 
     def stop(self) -> None:
-        """Ask the worker to exit (end of its input), killing it if it does not in STOP_WAIT_S."""
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        try:
-            self.process.wait(STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            self.process.wait()
-        with contextlib.suppress(OSError):
-            self.process.stdout.close()
+        """End the worker (recycled, idle, shutdown): it holds nothing worth a graceful exit, and an
+        interpreter with the OCR models loaded takes seconds to tear down."""
+        self.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 @dataclass
@@ -356,7 +353,6 @@ class _Lane:
     inbox: queue.SimpleQueue[_Run | None] = field(default_factory=queue.SimpleQueue)
     worker: WorkerProcess | None = None
     holder: str | None = None
-    idle_since: float = 0.0
     thread: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -494,7 +490,7 @@ class _Pool:
 
     def _grant(self) -> None:
         """Hand every free lane to the waiter it is owed to (called with the lock held)."""
-        for lane in sorted(self.lanes, key=lambda ln: not ln.quick):  # the quick lane first
+        for lane in sorted(self.lanes, key=lambda ln: ln.quick):  # the quick lane last: no cap elsewhere
             if lane.holder is not None:
                 continue
             self.waiting = [w for w in self.waiting if not w.loop.is_closed() and not w.future.done()]

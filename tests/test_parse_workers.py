@@ -293,3 +293,12 @@ def test_workers_start_in_the_installed_package_as_langbot_runs_it(tmp_path: Pat
     assert "42 kilowatts" in seen["text"]
     assert Path(seen["module"]).is_relative_to(code)  # the package's code, not this checkout's
     assert seen["workers"] >= 1 and not seen["planted"]
+
+
+async def test_a_workers_log_records_come_back_to_the_plugins_log(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    monkeypatch.setattr(isolation, "read_upload", worker_readers.logs)
+    with caplog.at_level("WARNING", logger="lucidrag.ingestion.parsing.registry"):
+        await isolation.parse_upload(SOLAR, "solar.txt", "", OTHER)
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("lucidrag.ingestion.parsing.registry", "WARNING", "(parse worker) a sheet was skipped by a parse worker")]

@@ -64,3 +64,11 @@ def allocates(data: bytes, filename: str, mime_type: str, limits: dict[str, obje
 def pid(data: bytes, filename: str, mime_type: str, limits: dict[str, object]) -> Document:
     """The worker's pid as the document's text."""
     return Document(sections=(Section(text=str(os.getpid())),), format="text")
+
+
+def logs(data: bytes, filename: str, mime_type: str, limits: dict[str, object]) -> Document:
+    """Logs a warning (as a parser does for a damaged part), then reads the upload."""
+    import logging
+
+    logging.getLogger("lucidrag.ingestion.parsing.registry").warning("a sheet was skipped by a parse worker")
+    return read_upload(data, filename, mime_type, limits)

@@ -12,7 +12,7 @@ address-space cap (RLIMIT_AS) and, on Linux, death with the plugin. Its log reco
 with each answer and are logged here. Plain data crosses: `job.fn` is pickled by reference (a
 module-level function), its arguments and result by value.
 
-Lanes: GENERAL_LANES workers take any job; one QUICK lane takes only small jobs, and only when no
+Lanes: GENERAL_LANES workers take any job; QUICK_LANES take only small jobs, and only when no
 general lane is free, for at most QUICK_CAP_S each (then the job is killed there and waits for a
 general lane with the rest of its time). A free lane goes to the waiting job whose owner holds
 the fewest general lanes (or, for the quick lane, had it longest ago), then to the oldest: one
@@ -48,9 +48,11 @@ from lucidrag.base import limits
 
 logger = logging.getLogger(__name__)
 
-# The lanes (docs/DESIGN.md "Parse workers" has the measurements behind each number).
+# The lanes (docs/DESIGN.md "Parse workers" has the measurements behind each number). Two quick
+# lanes, not one: with two hostile small files uploading, a third KB's 45-byte file took 8.0 s
+# behind both their turns in one quick lane, 2.7 s with two (bench_lanes.py --hostile 2, load 14).
 GENERAL_LANES = 2  # any job; as many as the old parse threads (OCR uses every core per page)
-QUICK_LANES = 1  # small jobs only, each for at most QUICK_CAP_S
+QUICK_LANES = 2  # small jobs only, each for at most QUICK_CAP_S: one per hostile small file at once
 QUICK_MAX_BYTES = 1 << 20
 QUICK_CAP_S = 5.0
 # CPU priority (nice) of the workers: below the plugin's own (answers, embedding batches), and a

@@ -206,14 +206,15 @@ async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per
     assert back.host.calls["get_plugin_storage_keys"] - before <= 2
 
 
-# What production runs off the event loop (`run_blocking`, `run_parsing`): the keyword index
-# (segment index), tokenising, record decoding, rebuilding records from vectors, parsing and
-# chunking. Each is watched where the production module looks it up.
+# What production runs off the event loop (`run_blocking`): the keyword index (segment index),
+# tokenising, record decoding, rebuilding records from vectors and chunking (parsing runs in
+# another process: tests/test_parse_workers.py). Each is watched where the production module
+# looks it up.
 WATCHED = {
     SegmentIndex: ("add_file", "remove_file", "search", "take_changes", "load"),
     FileRecord: ("from_vector_items",),
     kbcore: ("decode_record", "tokenize_chunks"),
-    ingest_module: ("parse_file", "chunk_document"),
+    ingest_module: ("chunk_document",),
 }
 
 

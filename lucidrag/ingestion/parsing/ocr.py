@@ -3,9 +3,9 @@ from the boxes' geometry: ocr_layout.py).
 
 The engine is RapidOCR (PP-OCRv6 small detection and recognition models for Chinese + English,
 run on onnxruntime); its wheel ships the models, so nothing is downloaded at run time.
-docs/DESIGN.md → "OCR" says why this engine. Every caller runs inside `run_parsing` (parsing is
-CPU work off the event loop); one recognition runs at a time per process, which bounds memory
-and leaves the other core to the host.
+docs/DESIGN.md → "OCR" says why this engine. Every caller runs in a parse worker process
+(ingestion/isolation.py); one recognition runs at a time per process, which bounds memory, and
+the models load once per worker.
 
     open_image(data, label) -> PIL image   (size limits checked before the pixels are decoded)
     recognise(image) -> OcrText             (its blocks, and their text with tables in Markdown)

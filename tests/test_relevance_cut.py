@@ -76,8 +76,8 @@ Dogs are welcome on Fridays if they stay in the open plan area.
 Use the room calendar in the HR portal; rooms hold six to twenty people.
 """,
 }
-# ... and the office's notes, so that the knowledge base has a background: words such as
-# "office" and "coffee" occur in many passages.
+# ... and the office's notes, so that the knowledge base has a background: a word such as
+# "office" occurs in many passages.
 NOTES = {f"note-{i}.txt": f"Office note {i}\n\nThe {floor} floor office {thing} on {day}."
          for i, (floor, thing, day) in enumerate(
              (floor, thing, day)
@@ -86,8 +86,8 @@ NOTES = {f"note-{i}.txt": f"Office note {i}\n\nThe {floor} floor office {thing} 
                                 ("windows are cleaned", "Wednesdays"), ("coffee machine is descaled", "Thursdays"),
                                 ("recycling is collected", "Fridays"), ("fire drill takes place", "the first Monday")))}
 UNANSWERED = "What is the warranty period for the electric kettle?"
-# shares "office" and "coffee" with two dozen passages, and nothing else
-UNANSWERED_SHARING_WORDS = "What is the warranty period for the office coffee kettle?"
+# shares "office" with two dozen passages (all the notes), and nothing else
+UNANSWERED_SHARING_WORDS = "What is the warranty period for the office kettle?"
 ANSWERED = "How do I clean the burrs of the coffee grinder?"
 ANSWER_FILE = "grinder.md"
 

@@ -36,8 +36,8 @@ from lucidrag.retrieval.fusion import Candidate
 # Candidates of each list the evidence looks at: the shortest list any mode searches, so the
 # verdict is the same whatever top_k (and the same in vector and hybrid mode).
 DEPTH = 20
-ANSWER_BAR = 0.35
-KEYWORD_BAR = 0.47
+ANSWER_BAR = 0.33
+KEYWORD_BAR = 0.40
 KEYWORD_STAND_OUT_WEIGHT = 0.5
 
 

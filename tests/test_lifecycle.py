@@ -32,8 +32,9 @@ async def test_a_journalled_file_past_milvus_listing_window_is_adopted_not_delet
     await KbStore(host, KB).write_journal(JournalEntry(file_id, count))
     harness = Harness(host)
     # the restart's hooks reconcile the journal entry, within their time each (storage holds nothing
-    # else of the KB: its record waits until the collection's files are found, 33 listing pages)
-    for _ in range(40):
+    # else of the KB: its record waits until the collection's files are found, 33+ listing pages of
+    # this fake host's 16,500 items, each hook as far as its time allows: more hooks on a busy CPU)
+    for _ in range(100):
         await harness.retrieve(KB, "pump pressure")
         assert host.vector_count(KB) == count
         if not [k for k in host.storage if "/journal/" in k]:

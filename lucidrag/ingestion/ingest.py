@@ -144,7 +144,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
 
     failure, record_sent = await _commit(state, store, record, deadlines, mark)
     if failure is not None:
-        await _abandon(host, state, store, request, deadlines, record_sent=record_sent)
+        # (`dim`: a KB still without a vector, its collection maybe missing, if chunk 0 was all)
+        await _abandon(host, state, store, request, deadlines, dim, record_sent=record_sent)
         raise failure
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)

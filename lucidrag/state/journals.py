@@ -26,7 +26,13 @@ from lucidrag.state.kbcore import KbCore
 from lucidrag.state.latewrites import LateWriteNotes, LostAnswers, send
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
-from lucidrag.state.records import FileRecord, chunk_uuid, is_chunk_vector, probe_vector_id, probe_vector_metadata
+from lucidrag.state.records import (
+    FileRecord,
+    chunk_uuid,
+    is_chunk_vector,
+    probe_vector_id,
+    probe_vector_metadata,
+)
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
 from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
 
@@ -43,6 +49,8 @@ class JournalSettling(KbCore):
             if time.monotonic() >= deadline:
                 return
             dim = self.files.first_write_dim(file_id)
+            if dim is None and self.files.state(file_id) is FileState.ABORTED:
+                dim = self.files.late_write_dim(file_id)  # (a probe of its removal whose answer was lost)
             if self.fresh and not self.never_had_vectors and dim is None:
                 continue  # whether the collection exists is unknown yet: no call may create it
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
@@ -117,12 +125,15 @@ class JournalSettling(KbCore):
                 # an ingest cut off (FAILED), or the tombstone "0 chunks" of a file deleted or failed
                 waiting = self._previous_writes_may_land()
                 if items and (entry.chunks > 0 or not waiting):
-                    await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                    async with holding(self.lock):  # not while an upload of the same id begins
+                        if self.files.state(file_id) is not FileState.JOURNALLED:
+                            continue  # uploaded again (or settled) meanwhile: its vectors are its own
+                        await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
                 if waiting:
                     continue  # the entry stays (no answer): a later upkeep removes what lands meanwhile
-                await self.delete_file(store, file_id, failed=entry.chunks > 0)
+                await self.delete_file(store, file_id, failed=entry.chunks > 0, only=FileState.JOURNALLED)
 
     def _previous_writes_may_land(self) -> bool:
         """Whether a write of the process that left a journal entry may still land (an upsert
@@ -149,7 +160,7 @@ class JournalSettling(KbCore):
         known = self.files.first_write_dim(file_id)
         if known is not None:
             return known
-        if self.files.state(file_id) is not FileState.JOURNALLED:
+        if self.files.state(file_id) not in (FileState.JOURNALLED, None):  # (None: a dead process's entry, unlisted)
             return None
         entry = await store.read_journal(file_id, strict=True)
         return entry.dim if entry is not None else None
@@ -161,7 +172,7 @@ class JournalSettling(KbCore):
         unknown outcome is still unsettled once the KB's lock is held. Under the lock, since its
         upsert must not land after another hook removed the file (nothing would remove it then)."""
         async def remove() -> None:
-            if self.files.state(file_id) not in (FileState.JOURNALLED, FileState.ABORTED):
+            if self.files.state(file_id) not in (FileState.JOURNALLED, FileState.ABORTED, None):
                 return  # settled meanwhile
             known = dim if dim is not None else await self.first_write_of(store, file_id)
             if known is not None:

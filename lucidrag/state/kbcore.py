@@ -31,7 +31,7 @@ from lucidrag.state.records import FileRecord
 from lucidrag.state.repairstate import RepairMode, RepairState
 from lucidrag.state.storage_keys import part_owner
 from lucidrag.state.latewrites import storage_writes_may_land
-from lucidrag.state.store import JournalEntry, KbStore, decode_record, list_keys
+from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed, decode_record, list_keys
 from lucidrag.vectors.scoring import Metric
 
 logger = logging.getLogger(__name__)
@@ -175,15 +175,15 @@ class KbCore:
         """`has_committed`, or this process cannot tell: the KB may have had vectors and plugin
         storage could not be listed, or holds nothing of the KB (its files are in the vector DB
         alone) while they are still being found there."""
-        if self.has_committed(file_id):
-            return True
+        if self.has_committed(file_id) or self.files.state(file_id) is FileState.JOURNALLED:
+            return True  # (a dead process's upload of it, which `reconcile` would adopt if complete)
         return not self.never_had_vectors and (
             file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
             or (self._emptiness_may_name_files() and (self.repair.finding_files or not self.loaded)))
 
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
-                          record_sent: bool = False, failed: bool = False) -> bool:
+                          record_sent: bool = False, failed: bool = False, only: FileState | None = None) -> bool:
         """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
         Returns whether the deletion is durable: no record of the file is left in plugin storage,
         or its journal entry, rewritten "0 chunks", makes a restart's `reconcile` remove it (a
@@ -202,15 +202,18 @@ class KbCore:
 
         Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
         After: the record is gone, or the journal entry names the file; the index snapshot follows
-        as soon as storage takes it (`flush`)."""
+        as soon as storage takes it (`flush`). With `only`, a file no longer in that state once
+        the lock is held (uploaded again meanwhile) is left as it is (False)."""
         async with holding(self.lock):
+            if only is not None and self.files.state(file_id) is not only:
+                return False
             marked = gone = False
-            if delete_vectors is not None and self.files.state(file_id) not in (FileState.JOURNALLED,
-                                                                                  FileState.ABORTED):
-                # (a JOURNALLED or ABORTED file has its entry, of a dead process or of the failure)
-                dim = self.files.first_write_dim(file_id)
-                marked = await store.write_journal(JournalEntry(
-                    file_id, 0, dim if dim is not None else self.files.late_write_dim(file_id)))
+            dim: int | None = None
+            if delete_vectors is not None and self.files.state(file_id) is not FileState.ABORTED:
+                # (an ABORTED file has its entry "0 chunks", or none; a dead process's entry of a
+                # JOURNALLED file may count chunks: a restart would adopt what the delete leaves)
+                dim = await self._dim_of_writes(store, file_id)
+                marked = await store.write_journal(JournalEntry(file_id, 0, dim))
                 if not marked:
                     gone = await store.delete_record(file_id)
                     if not gone:
@@ -221,7 +224,9 @@ class KbCore:
                 except BaseException:
                     facts = self.files.facts(file_id)  # (its first write's dimension stays known)
                     self.files.move(file_id, FileState.ABORTED,  # `reconcile` deletes what is left
-                                    facts=replace(facts, record=None, failed=failed or facts.failed))
+                                    facts=replace(facts, record=None, failed=failed or facts.failed,
+                                                  first_write_dim=facts.first_write_dim or (
+                                                      dim if self.never_had_vectors else None)))
                     raise
             late_vectors = self.files.may_land(file_id)
             may_land = (record_sent or late_vectors
@@ -251,6 +256,20 @@ class KbCore:
             # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
             # may still land), or LangBot's retry does
             return marked or gone
+
+    async def _dim_of_writes(self, store: KbStore, file_id: str) -> int | None:
+        """The dimension of the file's vectors a write with an unknown outcome may have left (for
+        `remove_first_write`), as far as known: noted here, or in a dead process's entry."""
+        for dim in (self.files.first_write_dim(file_id), self.files.late_write_dim(file_id)):
+            if dim is not None:
+                return dim
+        if self.files.state(file_id) not in (FileState.JOURNALLED, None):  # (None: its entry may be unlisted)
+            return None
+        try:
+            entry = await store.read_journal(file_id, strict=True)
+        except StorageReadFailed:
+            return None
+        return entry.dim if entry is not None else None
 
     async def delete_file_later(self, store: KbStore, file_id: str) -> bool:
         """Delete a file whose vectors may not be touched yet (`fresh`: the KB's collection may

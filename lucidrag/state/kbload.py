@@ -66,6 +66,8 @@ class KbLoad(FileReads):
             self.snapshot.listed(snapshot.index_segments(self.kb_id))
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
             self.meta.listed(snapshot.has_meta(self.kb_id))
+            if snapshot.record_ids(self.kb_id):
+                self.meta.records_found()
             if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
                 indexed = self.index.file_ids()
                 for file_id in sorted(self.files.with_stored_record() - indexed - self.in_flight):

@@ -19,10 +19,11 @@ from collections.abc import Awaitable, Callable
 
 from lucidrag.base.budget import BudgetSpent, holding
 from lucidrag.base.host import HostApi, describe
+from lucidrag.base.writegate import GateClosed
 from lucidrag.state.journals import JournalSettling, remove_first_write
 from lucidrag.state.kbload import KbLoad
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import FileRecord
+from lucidrag.state.records import PROBE_FILE_ID, FileRecord
 from lucidrag.state.repairstate import RepairMode
 from lucidrag.state.store import JournalEntry, KbStore
 from lucidrag.vectors.scoring import Metric
@@ -30,7 +31,6 @@ from lucidrag.vectors.scoring import Metric
 logger = logging.getLogger(__name__)
 
 COMMIT_SAVE_ATTEMPTS = 3  # a file's record is written this often before its ingest gives up
-PROBE_FILE_ID = "lucidrag-probe"  # the file id of `open_collection`'s probe vector (no file has it)
 
 
 class KnowledgeBaseState(KbLoad, JournalSettling):
@@ -44,7 +44,12 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         durable names could outlive a failed rollback and a restart, and then nothing would
         remove it (or the rebuild repair would adopt a FAILED file)."""
         previous, facts = self.files.state(file_id), self.files.facts(file_id)
-        self.files.move(file_id, FileState.INGESTING)
+        if previous is FileState.JOURNALLED:  # not while `reconcile` removes a dead process's upload of it
+            async with holding(self.lock):
+                previous, facts = self.files.state(file_id), self.files.facts(file_id)
+                self.files.move(file_id, FileState.INGESTING)
+        else:
+            self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):
                 return True
@@ -153,6 +158,13 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             return True
         if self.never_had_vectors:
             return False  # nothing to find
+        try:
+            async with self.writes.write():  # never once the KB's deletion has listed what it removes
+                return await self._probe(host, collection_id, dim)
+        except GateClosed:
+            return False
+
+    async def _probe(self, host: HostApi, collection_id: str, dim: int) -> bool:
         store = KbStore(host, self.kb_id)
         # the probe is a one-vector ingest: named by a journal entry (or storage's emptiness) first
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):

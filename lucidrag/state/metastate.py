@@ -7,8 +7,8 @@ machines, each with named states; every change is one method here:
 
 ```
 mark (whether the KB ever had a vector, what this process knows best):
-    UNKNOWN ──read / learnt──► NONE_YET ──first_vectors / metric_learnt──► SOME
-       └───────────────────── first_vectors / read "vectors" ─────────────┘
+    UNKNOWN ──read / learnt──► NONE_YET ──first_vectors / metric_learnt / records_found──► SOME
+       └──────────────── first_vectors / read "vectors" / records_found ─────────┘
 collection (whether the vector DB holds the KB's collection):
     EXISTS ──may_be_missing (the load: the mark says NONE_YET, or storage says nothing)──► UNKNOWN
                                                    UNKNOWN ◄──(the mark changes)──► ABSENT
@@ -142,6 +142,14 @@ class MetaState:
         """A storage listing showed (or did not show) the meta: settles an UNKNOWN presence."""
         if self.presence is Presence.UNKNOWN:
             self.presence = Presence.PRESENT if has_meta else Presence.ABSENT
+
+    def records_found(self) -> None:
+        """A listing shows records of the KB: it has had vectors (a commit writes its record after
+        them), whatever the stored mark says (a late write of "no vector yet", given up on at the
+        KB's creation, may land after the first upsert's): SOME, and the meta is to be written."""
+        if self.mark is not Mark.SOME:
+            self._set_mark(Mark.SOME)
+            self.dirty = True
 
     def found_stored(self) -> None:
         """A listing shows the meta stored (a save this process was told failed landed after all):

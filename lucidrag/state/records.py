@@ -38,10 +38,11 @@ VECTOR_KIND_KEY = "vector_kind"
 DOCUMENT_VECTOR_KIND = "document"
 PROBE_VECTOR_KIND = "probe"  # `remove_first_write`'s one vector, deleted again at once (id `probe_vector_id`)
 PROBE_TEXT = "LucidRAG: a vector written to learn whether this collection exists; it is deleted again."
+PROBE_FILE_ID = "lucidrag-probe"  # the file id of `open_collection`'s probe vector (no file has it)
 
 
 def probe_vector_id(file_id: str) -> str:
-    """The id of the probe vector written under `file_id` (no chunk's: never taken for chunk 0)."""
+    """The id of the probe vector written for `file_id` (no chunk's: never taken for chunk 0)."""
     return chunk_uuid(file_id, -1)
 
 

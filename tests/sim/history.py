@@ -245,6 +245,31 @@ def generate(seed: int, without: frozenset[str] = frozenset()) -> History:
         steps.append(step)
     history = History(seed, BACKENDS[seed % len(BACKENDS)], steps, writes_fail=rng.random() < 0.05,
                       threads=rng.random() < 0.2)
+    return _with_world_faults(history, random.Random(f"world-{seed}"))
+
+
+def _with_world_faults(history: History, rng: random.Random) -> History:
+    """The faults of the world beside a history's own draws (a stream of their own, so that a seed
+    keeps its operations): host calls jittered 0-8 ms; a busy thread beside half the threaded
+    histories; a KB created while every storage write fails until the process is replaced; outages
+    of some storage calls over a few steps (ended by a crash or restart); refused writes that
+    LangBot did all the same; kill -9 at a moment of a step rather than at a host call."""
+    history.jitter_s = 0.008
+    history.busy = history.threads and rng.random() < 0.5
+    history.creation_outage = not history.writes_fail and rng.random() < 0.08
+    outage: tuple[str, ...] = ()
+    left = 0
+    for step in history.steps:
+        if not left and rng.random() < 0.08:
+            outage = tuple(sorted(rng.sample(sorted(OUTAGE_METHODS), rng.randint(1, 3))))
+            left = rng.randint(2, 6)
+        if left and not step.storage:
+            step.storage, step.outage, step.landed = 0.5, outage, 0.3
+        elif step.storage and rng.random() < 0.3:
+            step.landed = 0.3
+        if step.kill_after is None and not step.restart and rng.random() < 0.06:
+            step.kill_at = rng.uniform(0.0, 2.0)
+        left = 0 if step.kill_after is not None or step.kill_at is not None or step.restart else max(left - 1, 0)
     return history
 
 
@@ -290,6 +315,7 @@ class Runner:
         self.deleting: set[int] = set()  # documents whose delete hook runs now
         self.vectors_may_stay: set[int] = set()  # KBs deleted while the vector DB was faulty
         self.kbs_being_deleted: set[int] = set()  # KBs whose deletion hook has started
+        self.killing = False  # the step kills the plugin process (kill -9)
         self.process = self._new_process()
 
     def _new_process(self) -> PluginProcess:
@@ -342,6 +368,7 @@ class Runner:
         self.faults.storage_methods = (frozenset(OUTAGE_METHODS[m] for m in step.outage) if step.outage
                                        else STORAGE_METHODS)
         self.process.kill_after = step.kill_after
+        self.killing = step.kill_after is not None or step.kill_at is not None
         kill = (asyncio.get_running_loop().call_later(step.kill_at, self.process.kill)
                 if step.kill_at is not None else None)
         healthy = not (step.storage or step.vectors or step.lost or step.slow or self.history.writes_fail
@@ -443,7 +470,7 @@ class Runner:
 
     async def _delete_kb(self, k: int) -> None:
         self.kbs_being_deleted.add(k)  # an upload of the KB may fail from here on ("deleted")
-        if self.faults.vectors or self.faults.lost or self.faults.slow or self.process.kill_after is not None:
+        if self.faults.vectors or self.faults.lost or self.faults.slow or self.killing:
             # the hook is the only time the plugin can reach the KB's vectors; a vector DB that
             # fails or hangs then, or a kill -9, may leave some for good
             self.vectors_may_stay.add(k)
@@ -512,7 +539,8 @@ class Runner:
             files.append(file_id)
             self._check_answer(mode, k, file_id, entry.content[0].text if entry.content else "", kb_was_live)
             number = doc_number(file_id)
-            if number in settled - self.deleting and not self.host.vectors_of(kb, file_id):
+            if (number in settled - self.deleting and not self.host.vectors_of(kb, file_id)
+                    and k not in self.kbs_being_deleted):  # (a KB deletion removes every vector meanwhile)
                 raise HistoryFailed(Violation("returned-gone", f"retrieve {mode} returned {file_id}, whose delete "
                                                                "returned False after its vectors were deleted"))
         return files

@@ -143,3 +143,188 @@ def docx_xml_bomb(paragraphs: int) -> bytes:
                 data = (xml[:at] + "<w:p><w:r><w:t>x</w:t></w:r></w:p>" * paragraphs + xml[at:]).encode()
             out.writestr(info.filename, data)
     return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# Files built to inflate, allocate or stall while they are read (tests/test_hostile_corpus.py,
+# bench/bench_hostile.py). Each is small on disk; the docstring says what it turns into.
+
+
+def _png(width: int = 40, height: int = 40, mode: str = "RGB") -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new(mode, (width, height), "white").save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def _rezip(source: bytes, replace: dict[str, object]) -> bytes:
+    """The zip `source` with some members replaced: bytes, or a callable writing to a stream (for
+    members too large to hold)."""
+    src = zipfile.ZipFile(io.BytesIO(source))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        names = [info.filename for info in src.infolist()]
+        for name in names + [n for n in replace if n not in names]:
+            content = replace.get(name, src.read(name) if name in names else b"")
+            if callable(content):
+                with archive.open(name, "w", force_zip64=True) as stream:
+                    content(stream)
+            else:
+                archive.writestr(name, content)
+    return out.getvalue()
+
+
+def _zeros(megabytes: int, head: bytes = b""):
+    def write(stream) -> None:
+        stream.write(head)
+        block = bytes(1 << 20)
+        for _ in range(megabytes):
+            stream.write(block)
+    return write
+
+
+def docx_media_bomb(megabytes: int = 400) -> bytes:
+    """A .docx with one paragraph and a picture whose part is a PNG header and `megabytes` MB of
+    zeros (~1,000:1): python-docx reads every part whole."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Quarterly report. The solar array on building C produces 42 kilowatts.")
+    document.add_picture(io.BytesIO(_png()))
+    raw = io.BytesIO()
+    document.save(raw)
+    media = next(n for n in zipfile.ZipFile(raw).namelist() if n.startswith("word/media/"))
+    return _rezip(raw.getvalue(), {media: _zeros(megabytes, _png())})
+
+
+def pptx_media_bomb(megabytes: int = 400) -> bytes:
+    """A .pptx slide with a title and a picture that inflates to `megabytes` MB."""
+    from pptx import Presentation
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Solar array output"
+    slide.shapes.add_picture(io.BytesIO(_png()), 0, 0)
+    raw = io.BytesIO()
+    presentation.save(raw)
+    media = next(n for n in zipfile.ZipFile(raw).namelist() if n.startswith("ppt/media/"))
+    return _rezip(raw.getvalue(), {media: _zeros(megabytes, _png())})
+
+
+def _xlsx(cells: dict[str, object]) -> bytes:
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Prices"
+    for ref, value in cells.items():
+        sheet[ref] = value
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return buffer.getvalue()
+
+
+def xlsx_sparse(last_cell: str = "XFD1048576") -> bytes:
+    """A 5 KB .xlsx: a small table and one value at `last_cell`. calamine allocates the dense range
+    between them (XFD1048576: 17 billion cells, 512 GiB: the process aborts)."""
+    return _xlsx({"A1": "Product", "B1": "Price", "A2": "Oolong tea", "B2": 12, last_cell: "end"})
+
+
+def xlsx_sparse_unusual_xml(last_cell: str = "XFD1048576") -> bytes:
+    """The same stray value written as some generators do: `r` after another attribute and a row
+    without a number (the fast scan cannot read it; the exact walk does)."""
+    data = xlsx_sparse("C3")
+    sheet = zipfile.ZipFile(io.BytesIO(data)).read("xl/worksheets/sheet1.xml").decode()
+    sheet = sheet.replace('<c r="C3" t="inlineStr">', f'<c t="inlineStr" r="{last_cell}">')
+    sheet = sheet.replace("</sheetData>", "<row><c><v>7</v></c></row></sheetData>")
+    return _rezip(data, {"xl/worksheets/sheet1.xml": sheet.encode()})
+
+
+def pdf_shared_content(pages: int = 8, operators: int = 100_000) -> bytes:
+    """A PDF whose `pages` pages all draw one compressed content stream of `operators` text
+    operators (~10 KB on disk; PDFium runs it once per page, ~1.5 s each)."""
+    import zlib
+
+    content = b"BT /F1 10 Tf 1 TL 10 700 Td " + b"(Lorem ipsum dolor sit amet ) ' " * operators + b"ET"
+    stream = zlib.compress(content, 9)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+               + b"] /Count %d >>" % pages,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+                b"/Contents 4 0 R >>"] * pages
+    return _pdf(objects)
+
+
+def pdf_many_pages(pages: int = 6000) -> bytes:
+    """`pages` pages sharing one tiny content stream: a few hundred KB."""
+    return pdf_shared_content(pages, 1)
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def json_records(megabytes: float, seed: int = 7) -> bytes:
+    """A JSON array of small product records, `megabytes` MB."""
+    rng = random.Random(seed)
+    block = ",".join('{"sku":"T-%d","name":"oolong %d","price":%d}' % (
+        rng.randrange(10**6), rng.randrange(10**4), rng.randrange(999)) for _ in range(20_000))
+    return ("[" + ",".join([block] * (int(megabytes * 1_000_000) // len(block) + 1)) + "]").encode()
+
+
+def zip_of(name: str, member: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr(name, member)
+    return buffer.getvalue()
+
+
+def markdown_paragraphs(megabytes: float, seed: int = 7) -> bytes:
+    """Paragraphs of words under a heading every ~10 paragraphs, `megabytes` MB."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    for n in range(2000):
+        words = " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(12))
+        parts.append((f"## Section {n}\n\n" if n % 10 == 0 else "") + words + ".\n\n")
+    block = "".join(parts)
+    return (block * (int(megabytes * 1_000_000) // len(block) + 1)).encode()
+
+
+def html_many_tags(megabytes: float, seed: int = 7) -> bytes:
+    """Short paragraphs with a bold word each (2 elements per ~50 bytes), `megabytes` MB."""
+    rng = random.Random(seed)
+    block = "".join("<p>" + " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9)))
+                                     for _ in range(4)) + " <b>bold</b></p>\n" for _ in range(2000))
+    return ("<html><body>" + block * (int(megabytes * 1_000_000) // len(block)) + "</body></html>").encode()
+
+
+def html_paragraphs(megabytes: float, seed: int = 7) -> bytes:
+    """An ordinary long page: headings and paragraphs of 12 words with a bold phrase (~2 elements
+    per 100 bytes), `megabytes` MB."""
+    rng = random.Random(seed)
+    parts = []
+    for n in range(2000):
+        words = " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9))) for _ in range(12))
+        parts.append((f"<h2>Section {n}</h2>" if n % 10 == 0 else "") + f"<p>{words} <b>bold</b></p>\n")
+    block = "".join(parts)
+    return ("<html><body>" + block * (int(megabytes * 1_000_000) // len(block)) + "</body></html>").encode()
+
+
+def gbk_text(megabytes: float, seed: int = 7) -> bytes:
+    """Chinese sentences encoded as GBK (GB18030), `megabytes` MB."""
+    rng = random.Random(seed)
+    common = [chr(c) for c in range(0x4E00, 0x9FA5) if len(chr(c).encode("gb2312", "ignore")) == 2][:3000]
+    block = "".join("".join(rng.choices(common, k=40)) + "。\n" for _ in range(2000))
+    return (block * (int(megabytes * 1_000_000) // len(block.encode("gb18030")) + 1)).encode("gb18030")

@@ -167,3 +167,19 @@ async def test_an_alternative_question_finds_its_pair_and_the_file_is_named_by_i
     top = response.results[0]
     assert top.content[0].text.startswith("如何申请电子发票？") and "ZH-002" in top.content[0].text
     assert top.metadata["file_id"] == file_id and top.metadata["document_name"] == "常见问题"
+
+
+@pytest.mark.parametrize("name", ["faq.xlsx", "faq.csv"])
+async def test_an_faq_without_answers_fails_saying_so_not_that_the_sheet_is_empty(harness: Harness, name: str):
+    questions = [q for q, _, _ in en_pairs()[:3]]
+    if name.endswith(".xlsx"):
+        data = faq_xlsx(["Question", "Alternative", "Answer"], [(q, "", "") for q in questions], sheet="Help")
+    else:
+        data = ("Question,Answer\n" + "".join(f"{q},\n" for q in questions)).encode()
+    result = await harness.ingest(KB, name, data)
+    assert result.status == DocumentStatus.FAILED
+    assert "question and answer columns but no row with both a question and an answer" in result.error_message
+    assert "Fill in the answers" in result.error_message
+    assert "empty" not in result.error_message and "no data rows" not in result.error_message
+    if name.endswith(".xlsx"):
+        assert "“Help”" in result.error_message

@@ -13,7 +13,10 @@ from __future__ import annotations
 MAX_DOCUMENT_CHARS = 10_000_000
 
 # ZIP archives (zip-in-zip counts against the same totals). The unpacked-bytes cap and the ratio
-# also apply to Office files (.docx/.pptx/.xlsx/.ods are zips), images and media excepted.
+# also apply to Office files (.docx/.pptx/.xlsx/.ods are zips), every part counted, pictures and
+# fonts included: python-docx and python-pptx read every part whole (a 0.6 MB .docx whose picture
+# inflated to 600 MB held 1.2 GB). Parts are measured by decompressing them in bounded chunks
+# before any reader sees them, never by the sizes the file declares.
 ZIP_MAX_MEMBERS = 500
 ZIP_MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 # Unpacked bytes per byte of archive. Text compresses 3-10×, repetitive logs and CSV up to ~50×;
@@ -21,6 +24,48 @@ ZIP_MAX_UNPACKED_BYTES = 200 * 1024 * 1024
 ZIP_MAX_RATIO = 100
 ZIP_RATIO_FLOOR_BYTES = 10 * 1024 * 1024
 ZIP_MAX_DEPTH = 1  # a zip inside a zip is opened; one more level down is skipped
+
+# Limits checked while a file is read, before a reader allocates for it: together they keep one
+# parse under ~512 MiB over idle whatever the file inflates to (docs/BENCHMARKS.md → "Hostile
+# files" measures each format at LangBot's 10 MB upload limit).
+
+# Office XML that a reader holds whole (every part of a .docx/.pptx but pictures and fonts, held
+# as lxml trees by python-docx / python-pptx; a spreadsheet's shared strings and styles, its sheets
+# are streamed): ~130 bytes per element (24 MB of empty paragraphs, 4 M elements, took 516 MB) and
+# ~5 bytes per byte of text. Elements are counted while the parts are unpacked.
+OFFICE_MAX_XML_BYTES = 64 * 1024 * 1024
+OFFICE_MAX_XML_ELEMENTS = 2_500_000
+
+# Spreadsheets: the reader (calamine) builds each sheet as a dense grid of 32-byte cells from its
+# first to its last non-empty cell, however empty: one value at XFD1048576 makes 17 billion cells
+# (512 GiB) and aborts the process in Rust, where nothing can catch it. The grid's size is counted
+# from the sheet's XML first. 4 M cells: 128 MiB of grid (and up to 160 MiB more while the cells are
+# read); a table's text takes ≥ 3 characters per cell, so MAX_DOCUMENT_CHARS fills ~3.3 M cells.
+MAX_SHEET_CELLS = 4_000_000
+
+# Text formats (.txt .csv .md .html .json .jsonl …, zip members too) are refused by size before
+# they are decoded or parsed: more than MAX_DOCUMENT_CHARS × TEXT_MAX_BYTES_PER_CHAR bytes cannot be
+# fewer characters than MAX_DOCUMENT_CHARS in any encoding (UTF-8 takes at most 4 bytes per
+# character); once decoded, more than MAX_DOCUMENT_CHARS characters as written (markup included)
+# fails before the parser builds anything.
+TEXT_MAX_BYTES_PER_CHAR = 4
+# One file inside a zip unpacks to at most this: only text compresses well enough to be larger in a
+# 10 MB upload, and no text file this large fits in MAX_DOCUMENT_CHARS (40 MB = 10 M × 4 bytes).
+ZIP_MAX_MEMBER_BYTES = MAX_DOCUMENT_CHARS * TEXT_MAX_BYTES_PER_CHAR
+# HTML: BeautifulSoup and markdownify hold ~1.6 KB per tag (a 10 MB page of 360,000 tags grew by
+# 592 MB), so a page holds at most this many tags.
+MAX_HTML_TAGS = 200_000
+
+# PDF: PDFium's time grows with the content streams it interprets, and pages that share one heavy
+# stream each pay for it (a 10 KB file of 12 pages sharing 3.3 MB took 1.5 s per page). Before any
+# text is extracted, the pages are counted and their content measured (decompressed in bounded
+# chunks; a shared stream or form counted on every page that draws it): at most
+# PDF_MAX_CONTENT_RATIO × the file's size (PDF_CONTENT_FLOOR_BYTES always allowed), and at most
+# PDF_MAX_CONTENT_BYTES in all.
+MAX_PDF_PAGES = 5_000
+PDF_MAX_CONTENT_RATIO = 100
+PDF_CONTENT_FLOOR_BYTES = 10 * 1024 * 1024
+PDF_MAX_CONTENT_BYTES = 200 * 1024 * 1024
 
 # Chunking guards (lucidrag/ingestion/chunking.py).
 # semantic-text-splitter's time grows with the square of a stretch without line or sentence

@@ -11,7 +11,7 @@ import io
 import logging
 import posixpath
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from lucidrag.base import limits
@@ -128,6 +128,11 @@ def parse_zip(data: bytes, ext: str, *, parse_member: MemberParser, depth: int =
                 raise ParseError("password-protected inside the archive")
             if member_ext == ".zip" and depth >= MAX_DEPTH:
                 raise ParseError("nested archive too deep (only one level of zip-in-zip is opened)")
+            if info.file_size > limits.ZIP_MAX_MEMBER_BYTES:
+                raise LimitExceeded(
+                    f"This .zip archive holds {_short(name, 80)}, which unpacks to {_size(info.file_size)}; "
+                    f"LucidRAG reads files of at most {_size(limits.ZIP_MAX_MEMBER_BYTES)} from an archive "
+                    "(ZIP_MAX_MEMBER_BYTES). Split that file into smaller ones, or upload it on its own.")
             content = _read(archive, info, budget)
             document = parse_member(content, base, depth=depth + 1, budget=budget)
             del content
@@ -163,8 +168,9 @@ def parse_zip(data: bytes, ext: str, *, parse_member: MemberParser, depth: int =
 
 
 def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: ArchiveBudget) -> bytes:
-    """Read a member, trusting the actual decompressed size rather than the declared one."""
-    limit = budget.bytes_left
+    """Read a member, trusting the actual decompressed size rather than the declared one (zipfile
+    stops at the declared size and fails on a CRC that does not match)."""
+    limit = min(budget.bytes_left, limits.ZIP_MAX_MEMBER_BYTES)
     try:
         with archive.open(info) as handle:
             content = handle.read(limit + 1)
@@ -178,26 +184,98 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: ArchiveBudget
     return content
 
 
-def check_office_container(data: bytes, label: str) -> None:
-    """An Office file (.docx/.pptx/.xlsx/.ods) is a zip whose XML the libraries unpack and hold
-    in memory whole: a 134 KB .docx with 38 MB of document.xml took 618 MB and 35 s. Refuse one
-    whose parts (media excepted: they are not read) unpack past the archive limits. Python's
-    zipfile and calamine never inflate a part past its declared size."""
+def check_office_container(data: bytes, label: str, *, streamed: tuple[str, ...] = ()) -> None:
+    """An Office file (.docx/.pptx/.xlsx/.ods) is a zip whose parts the readers unpack: python-docx
+    and python-pptx read every part whole (pictures too: a 0.6 MB .docx whose picture inflated to
+    600 MB held 1.2 GB) and hold its XML as lxml trees; calamine holds a workbook's shared strings
+    and inflates a part past the size it declares. So every part, media included, counts against
+    the archive limits, first by its declared size, then decompressed here in bounded chunks before
+    any reader sees it (Python's zipfile stops at the declared size and checks the CRC, so a part
+    that lies about its size fails as damaged), and the XML a reader holds whole (parts but media
+    and those under a `streamed` prefix, which their own check reads: sheetgrid.py) is counted
+    against limits.OFFICE_MAX_XML_BYTES and OFFICE_MAX_XML_ELEMENTS."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as container:
-            unpacked = sum(info.file_size for info in container.infolist() if not _is_media(info.filename))
+        container = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError):
         return  # the format's own parser reports the damage
     budget = ArchiveBudget.for_archive(len(data))
+    with container:
+        infos = container.infolist()
+        _check_unpacked(sum(info.file_size for info in infos), len(data), budget, label)
+        xml = _HeldXml(label)
+        xml.add_bytes(sum(info.file_size for info in infos if _held(info.filename, streamed)))
+        unpacked = sum(info.file_size for info in infos if info.filename.startswith(streamed))
+        for info in infos:
+            if info.filename.startswith(streamed):
+                continue
+            is_held = _held(info.filename, streamed)
+            for chunk in _chunks(container, info, budget.bytes_left - unpacked, label):
+                unpacked += len(chunk)
+                _check_unpacked(unpacked, len(data), budget, label)
+                if is_held:
+                    xml.add_elements(chunk.count(b"<") - chunk.count(b"</"))
+
+
+def _held(name: str, streamed: tuple[str, ...]) -> bool:
+    return not _is_media(name) and not name.startswith(streamed)
+
+
+class _HeldXml:
+    """XML a reader holds whole: bytes (declared, then checked by the streamed totals) and elements."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.elements = 0
+
+    def add_bytes(self, count: int) -> None:
+        if count > limits.OFFICE_MAX_XML_BYTES:
+            raise LimitExceeded(
+                f"This {self.label} file holds {_size(count)} of document XML; LucidRAG reads at most "
+                f"{_size(limits.OFFICE_MAX_XML_BYTES)} (OFFICE_MAX_XML_BYTES), which keeps the memory of "
+                "reading it bounded. Split it into smaller documents (or save it as PDF), then upload them.")
+
+    def add_elements(self, count: int) -> None:
+        self.elements += count
+        if self.elements > limits.OFFICE_MAX_XML_ELEMENTS:
+            raise LimitExceeded(
+                f"This {self.label} file holds more than {limits.OFFICE_MAX_XML_ELEMENTS:,} XML elements "
+                "(paragraphs, runs, cells, shapes …), the most LucidRAG reads from one file "
+                "(OFFICE_MAX_XML_ELEMENTS; the reader holds every one in memory). Split it into smaller "
+                "documents (or save it as PDF), then upload them.")
+
+
+def _check_unpacked(unpacked: int, size: int, budget: ArchiveBudget, label: str) -> None:
     if unpacked <= budget.bytes_left:
         return
     if unpacked > MAX_TOTAL_BYTES:
         reason = f"more than the {MAX_TOTAL_BYTES // _MB} MB LucidRAG reads"
     else:
-        reason = (f"more than {limits.ZIP_MAX_RATIO} times its own size ({_size(len(data))}), which "
+        reason = (f"more than {limits.ZIP_MAX_RATIO} times its own size ({_size(size)}), which "
                   "LucidRAG refuses as a possible zip bomb")
-    raise LimitExceeded(f"This {label} file unpacks to {_size(unpacked)} of document data, {reason}. "
-                        "Open it in the program that made it, save it again or split it, then upload it.")
+    raise LimitExceeded(f"This {label} file unpacks to {_size(unpacked)} (pictures and every other part "
+                        f"counted), {reason}. Open it in the program that made it, save it again or split "
+                        "it, then upload it.")
+
+
+_CHUNK = 1 << 20
+
+
+def _chunks(container: zipfile.ZipFile, info: zipfile.ZipInfo, allowed: int, label: str) -> Iterator[bytes]:
+    """The part decompressed in chunks of _CHUNK bytes, stopped once past `allowed`."""
+    size = 0
+    try:
+        with container.open(info) as part:
+            while size <= allowed and (chunk := part.read(_CHUNK)):
+                size += len(chunk)
+                yield chunk
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+        raise damaged_part(label, info.filename, exc) from None
+
+
+def damaged_part(label: str, name: str, exc: Exception) -> ParseError:
+    return ParseError(f"This {label} file is damaged: its part {_short(name, 60)} cannot be unpacked "
+                      f"({_short(str(exc), 60)}). Open it in the program that made it, save it again, then "
+                      "upload it.")
 
 
 _MEDIA_EXTENSIONS = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".emf", ".wmf", ".svg",

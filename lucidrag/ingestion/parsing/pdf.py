@@ -16,6 +16,7 @@ from lucidrag.ingestion.document import Document, Section
 from ._common import PICTURE_PLACEHOLDER, HeadingStack, clean_inline, clean_text, is_cjk, normalize_newlines
 from .ocr import OcrTally, OcrText, PictureRead, picture_text, read_image, recognise, title_from
 from .ocr_sections import OcrSections
+from .pdfcontent import check_pdf_content
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +178,7 @@ def _sections(pages: list[str], bookmarks: list[_Bookmark],
 
 
 def parse_pdf(data: bytes, ext: str = ".pdf") -> Document:
+    check_pdf_content(data)
     try:
         pages, bookmarks = _read_pdfium(data)
         engine = "pypdfium2"

@@ -16,6 +16,7 @@ from lucidrag.ingestion.document import Document, Section
 from ._common import clean_text, clip_heading
 from .archive import ArchiveBudget, check_office_container, parse_zip
 from .faqtext import question_answer_sections
+from .sheetgrid import STREAMED_SHEETS
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +274,8 @@ def parse_bytes(data: bytes, filename: str, mime_type: str = "", *, depth: int =
         raise _unsupported(family, ext)
     label = ext or _DEFAULT_EXT.get(family, "")
     if family in ("docx", "pptx", "spreadsheet") and data.startswith(b"PK"):
-        check_office_container(data, label)
+        # calamine streams the sheets (their grid is measured by sheetgrid.py); the rest is held whole
+        check_office_container(data, label, streamed=STREAMED_SHEETS if family == "spreadsheet" else ())
     try:
         if family == "zip":
             document = parser(data, ext or ".zip", parse_member=parse_bytes, depth=depth, budget=budget)

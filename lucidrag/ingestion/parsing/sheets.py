@@ -21,6 +21,7 @@ from lucidrag.ingestion.document import Document, Section
 
 from ._common import TableWriter
 from .faq import faq_columns, faq_sections
+from .sheetgrid import check_sheet_grids
 from .text import decode_text, require_content
 
 logger = logging.getLogger(__name__)
@@ -86,12 +87,25 @@ def sheet_sections(rows: Iterable[list[str]]) -> list[Section]:
         return []
     columns = faq_columns(header)
     if columns is not None:
-        return list(faq_sections(header, columns, rows))
+        pairs = list(faq_sections(header, columns, rows))
+        if not pairs:
+            raise _Unanswered()
+        return pairs
     writer = TableWriter()
     writer.add_row(header)
     for row in rows:
         writer.add_row(row)
     return [Section(text=writer.render(), is_table=True)]
+
+
+class _Unanswered(Exception):
+    """A header naming question and answer columns over no row with both."""
+
+
+def _no_answers(what: str) -> ParseError:
+    return ParseError(f"{what} has question and answer columns but no row with both a question and an "
+                      "answer. Fill in the answers (or rename the headers if it is not an FAQ), then upload "
+                      "it again.")
 
 
 def _named(sheet: str) -> str:
@@ -122,6 +136,7 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
     if data.startswith(_OLE_MAGIC) and ext in (".xlsx", ".xlsm", ".xlsb") and \
             "EncryptedPackage".encode("utf-16-le") in data[:1 << 20]:
         raise ParseError(ENCRYPTED)
+    check_sheet_grids(data, f".{label}")
     try:
         workbook = CalamineWorkbook.from_filelike(io.BytesIO(data))
     except PasswordError:
@@ -138,6 +153,7 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
 
     sheets: list[tuple[str, list[Section]]] = []  # (name, sections) of the sheets with data
     skipped: list[str] = []
+    unanswered: list[str] = []
     try:
         for number, name in enumerate(workbook.sheet_names, start=1):
             try:
@@ -145,6 +161,9 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
             except CalamineError as exc:
                 logger.warning("sheet %d skipped: %s", number, type(exc).__name__)
                 skipped.append(name)
+                continue
+            except _Unanswered:
+                unanswered.append(name)
                 continue
             if found:
                 sheets.append((name.strip() or f"Sheet {number}", found))
@@ -154,6 +173,8 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
         if skipped:
             raise ParseError(f"No sheet of this .{label} file could be read ({len(skipped)} damaged). "
                              "Re-save it in Excel/WPS/LibreOffice and upload it again.")
+        if unanswered:
+            raise _no_answers(f"The sheet “{unanswered[0]}” of this .{label} file")
         raise ParseError(f"This .{label} spreadsheet has no data: every sheet is empty.")
     fmt = {".xls": "xls", ".ods": "ods", ".xlsb": "xlsb"}.get(ext, "xlsx")
     # Named by its first sheet with a name of its own; else, like any untitled file, by its format
@@ -176,6 +197,8 @@ def parse_delimited(data: bytes, ext: str = ".csv") -> Document:
     except csv.Error as exc:
         raise ParseError(f"This {label} is malformed near line {reader.line_num} ({exc}). "
                          "Re-export it as CSV and upload it again.") from None
+    except _Unanswered:
+        raise _no_answers(f"This {label}") from None
     if not sections:
         raise ParseError(f"This {label} has no data rows.")
     # Nothing in it names it (an FAQ's first heading is its first question): named like any

@@ -8,7 +8,8 @@ import codecs
 import logging
 import re
 
-from lucidrag.base.errors import ParseError
+from lucidrag.base import limits
+from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import clean_text
@@ -88,7 +89,29 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     Order: BOM, a `declared` charset (HTML meta) if it decodes strictly, UTF-16 without BOM,
     strict UTF-8, a confident chardet guess other than Chinese, strict GB18030 or Big5 (whichever
     gives common characters), then chardet's weak guess / cp1252; last resort GB18030 with
-    replacement characters, rejected if that leaves too much junk."""
+    replacement characters, rejected if that leaves too much junk.
+
+    Past MAX_DOCUMENT_CHARS characters the file fails here, before any parser builds on it (and
+    past TEXT_MAX_BYTES_PER_CHAR times that many bytes, before it is even decoded)."""
+    if len(data) > limits.MAX_DOCUMENT_CHARS * limits.TEXT_MAX_BYTES_PER_CHAR:
+        raise _too_many_chars(label, f"{len(data):,} bytes")
+    return _within_limit(_decode(data, label, declared), label)
+
+
+def _too_many_chars(label: str, size: str) -> LimitExceeded:
+    return LimitExceeded(
+        f"This {label} holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most LucidRAG "
+        f"indexes from one file (MAX_DOCUMENT_CHARS; it has {size} before parsing, markup included). "
+        "Split it into smaller files and upload them separately.")
+
+
+def _within_limit(text: str, label: str) -> str:
+    if len(text) > limits.MAX_DOCUMENT_CHARS:
+        raise _too_many_chars(label, f"{len(text):,} characters")
+    return text
+
+
+def _decode(data: bytes, label: str, declared: str) -> str:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             text = data[len(bom):].decode(encoding, errors="replace")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from lucidrag.base.errors import ParseError
+from lucidrag.base import limits
+from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.document import Document
 
 from ._common import clean_inline, clean_text
@@ -16,6 +17,7 @@ _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE
 )
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9._:-]+)""")
+_TAG_START = re.compile(r"<[A-Za-z]")  # an upper bound of the elements html.parser makes
 _DROP = ("script", "style", "nav", "header", "footer", "noscript", "svg", "form", "iframe",
          "template", "button", "select", "object", "embed", "canvas", "map", "dialog")
 
@@ -33,6 +35,12 @@ def parse_html(data: bytes, ext: str = ".html") -> Document:
     label = f"{ext} file" if ext else "HTML file"
     text = decode_text(data, label=label, declared=declared_charset(data))
     require_content(text, label)
+    tags = len(_TAG_START.findall(text))
+    if tags > limits.MAX_HTML_TAGS:
+        raise LimitExceeded(
+            f"This {label} has {tags:,} tags; LucidRAG reads pages of at most {limits.MAX_HTML_TAGS:,} tags "
+            "(MAX_HTML_TAGS), which keeps the memory of reading one bounded. Split the page, or save it "
+            "as text or PDF, then upload it.")
     soup = BeautifulSoup(text, "html.parser")
     title = clean_inline(soup.title.get_text()) if soup.title else ""
     for tag in soup.find_all(_DROP):

@@ -59,12 +59,13 @@ def _cases() -> dict[str, tuple[str, object]]:
         "pdf_shared_stream": ("shared.pdf", lambda: h.pdf_shared_content(12, 100_000)),
         "pdf_6000_pages": ("pages.pdf", lambda: h.pdf_many_pages(6000)),
         "zip_json_44mb": ("catalogue.zip", lambda: h.zip_of("catalogue.json", h.json_records(44))),
-        "zip_md_24mb": ("notes.zip", lambda: h.zip_of("notes.md", h.markdown_paragraphs(24))),
+        "zip_md_12mb": ("notes.zip", lambda: h.zip_of("notes.md", h.markdown_paragraphs(12))),
         "html_420k_tags": ("page.html", lambda: h.html_many_tags(9.5)),
         # The largest ordinary uploads (LangBot accepts 10 MB)
-        "json_10mb": ("records.json", lambda: h.json_records(9.9)),
+        "json_9.5mb": ("records.json", lambda: h.json_records(9.5)),
         "md_10mb": ("notes.md", lambda: h.markdown_paragraphs(9.9)),
-        "html_10mb_190k_tags": ("page.html", lambda: h.html_paragraphs(9.9)),
+        "html_10mb_210k_tags": ("page.html", lambda: h.html_paragraphs(9.9)),
+        "html_7mb_148k_tags": ("page.html", lambda: h.html_paragraphs(7)),
         "txt_gbk_10mb": ("notes.txt", lambda: h.gbk_text(9.9)),
     }
 

@@ -281,7 +281,7 @@ def json_records(megabytes: float, seed: int = 7) -> bytes:
     rng = random.Random(seed)
     block = ",".join('{"sku":"T-%d","name":"oolong %d","price":%d}' % (
         rng.randrange(10**6), rng.randrange(10**4), rng.randrange(999)) for _ in range(20_000))
-    return ("[" + ",".join([block] * (int(megabytes * 1_000_000) // len(block) + 1)) + "]").encode()
+    return ("[" + ",".join([block] * max(1, int(megabytes * 1_000_000) // len(block))) + "]").encode()
 
 
 def zip_of(name: str, member: bytes) -> bytes:

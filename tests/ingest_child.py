@@ -3,10 +3,12 @@ benchmarks that measure its memory or must survive its crash:
 
     python -m tests.ingest_child FILE NAME [--as-mb MB]
 
-prints one JSON line: the ingest's status and error message, idle_mb (peak RSS once every reader is
-imported and the knowledge base exists), grew_mb (peak RSS over idle, this process and any worker
-process it waited for) and seconds. The address space is capped at --as-mb (RLIMIT_AS) so that a
-runaway reader fails with MemoryError instead of taking the machine.
+prints one JSON line: the ingest's status and error message, idle_mb (RSS of this process and its
+parse workers once every reader is imported here, the knowledge base exists and the workers have
+started), grew_mb (what this process and its workers grew by together over idle: each one's peak
+RSS over its own) and seconds. This process's address space is capped at --as-mb (RLIMIT_AS; the
+workers have their own cap, limits.PARSE_WORKER_MEMORY_MIB) so that a runaway reader fails instead
+of taking the machine.
 
     run_ingest(data, name) -> dict   (from a test: writes the file, runs the child, reads the line;
                                       a child killed by a signal gives status "died")
@@ -15,6 +17,7 @@ runaway reader fails with MemoryError instead of taking the machine.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import resource
@@ -40,13 +43,45 @@ def run_ingest(data: bytes, name: str, *, as_mb: int = AS_MB, timeout: float = 6
     return json.loads(lines[-1])
 
 
-def peak_rss_mb() -> float:
-    """This process's peak RSS (VmHWM: ru_maxrss would start from the RSS of the process that forked
-    it, carried over exec), or that of a worker process it waited for, if larger."""
-    with open("/proc/self/status") as status:
-        own = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, workers) / 1024
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """A process's peak RSS (VmHWM; ru_maxrss would start from the RSS of the process that forked
+    it, carried over exec); 0 once it has ended."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return 0.0
+
+
+def peaks_mb() -> dict[str, float]:
+    """Peak RSS of this process, of each running parse worker, and of the largest worker that ended
+    (RUSAGE_CHILDREN: it counts from this process's RSS when it was started, so it over-counts)."""
+    from lucidrag.base import workers
+
+    peaks = {"self": peak_rss_mb()}
+    peaks.update({str(pid): peak_rss_mb(pid) for pid in workers.worker_pids()})
+    peaks["ended"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return peaks
+
+
+def growth_mb(idle: dict[str, float], after: dict[str, float]) -> float:
+    """What the plugin process and its workers grew by together: each process's peak over its
+    idle; a worker started since idle counts whole."""
+    return sum(max(0.0, peak - idle.get(key, 0.0)) for key, peak in after.items())
+
+
+def _settled(loop) -> dict[str, float]:  # noqa: ANN001
+    """The peaks once the workers have started and stopped growing (their preload done)."""
+    from lucidrag.base import workers
+
+    last: dict[str, float] = {}
+    for _ in range(200):
+        loop.run_until_complete(asyncio.sleep(0.1))
+        now = peaks_mb()
+        if len(workers.worker_pids()) == workers.GENERAL_LANES + workers.QUICK_LANES and now == last:
+            return now
+        last = now
+    return last
 
 
 def readers() -> None:
@@ -82,15 +117,16 @@ def main() -> None:
     harness = Harness(FakePlugin())
     loop = runtime_loop()
     loop.run_until_complete(harness.create("kb-hostile"))
-    idle = peak_rss_mb()
+    loop.run_until_complete(harness.ingest("kb-warm", "warm.txt", b"The parse workers are started."))
+    idle = _settled(loop)
     limit = args.as_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     start = time.perf_counter()
     result = loop.run_until_complete(harness.ingest("kb-hostile", args.name, data))
     seconds = time.perf_counter() - start
     print(json.dumps({"status": result.status.value, "error": result.error_message or "",
-                      "idle_mb": round(idle), "grew_mb": round(peak_rss_mb() - idle), "seconds": round(seconds, 2),
-                      "vectors": harness.host.vector_count("kb-hostile")}))
+                      "idle_mb": round(sum(idle.values()) - idle["ended"]), "grew_mb": round(growth_mb(idle, peaks_mb())),
+                      "seconds": round(seconds, 2), "vectors": harness.host.vector_count("kb-hostile")}))
 
 
 if __name__ == "__main__":

@@ -157,6 +157,7 @@ async def test_two_heavy_pdfs_in_two_kbs_do_not_stop_a_third_kbs_small_upload(
     """r03 of the hostile review: before, the two PDFs held both parse threads past their
     deadline and the third KB's 90-byte upload failed as 'took longer than N s'."""
     monkeypatch.setattr(component, "INGEST_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(limits, "PDF_CONTENT_FLOOR_BYTES", 1 << 40)  # a reader that takes long (no limit stops it)
     bomb = shared_content_pdf(40, 100_000)  # ~100 s of PDFium text extraction, 14 KB
     heavy = [asyncio.ensure_future(harness.ingest(kb, "heavy.pdf", bomb)) for kb in (HOSTILE, OTHER)]
     # (a limit on PDF content read before PDFium would fail them at once instead)

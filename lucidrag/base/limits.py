@@ -52,9 +52,9 @@ TEXT_MAX_BYTES_PER_CHAR = 4
 # One file inside a zip unpacks to at most this: only text compresses well enough to be larger in a
 # 10 MB upload, and no text file this large fits in MAX_DOCUMENT_CHARS (40 MB = 10 M × 4 bytes).
 ZIP_MAX_MEMBER_BYTES = MAX_DOCUMENT_CHARS * TEXT_MAX_BYTES_PER_CHAR
-# HTML: BeautifulSoup and markdownify hold ~1.6 KB per tag (a 10 MB page of 360,000 tags grew by
-# 592 MB), so a page holds at most this many tags.
-MAX_HTML_TAGS = 200_000
+# HTML: BeautifulSoup and markdownify hold ~3 KB per tag (an ordinary 10 MB page of 210,000 tags
+# grew by 635 MB while parsed and chunked), so a page holds at most this many tags.
+MAX_HTML_TAGS = 150_000
 
 # PDF: PDFium's time grows with the content streams it interprets, and pages that share one heavy
 # stream each pay for it (a 10 KB file of 12 pages sharing 3.3 MB took 1.5 s per page). Before any

@@ -156,26 +156,25 @@ _LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 @functools.lru_cache(maxsize=256)
 def _suspect(row: int, col: int) -> re.Pattern[bytes]:
-    larger_row = _greater(str(row).encode(), b"0123456789", 7)
-    larger_col = _greater(column_letters(col).encode(), _LETTERS, 3)
-    return re.compile(rb'<c(?:(?! r=")[\s/>]| r="(?:(?![A-Z]{1,3}[1-9][0-9]{0,6}")|[A-Z]{1,3}(?:'
-                      + larger_row + rb')"|(?:' + larger_col + rb')[0-9]))')
+    """A cell tag that is not `<c r="…"` naming a column ≤ `col` and a row ≤ `row` as Excel
+    writes them (checked in one lookahead per cell: ~2 ns per byte)."""
+    return re.compile(rb'<c(?=[\s/>])(?! r="(?:' + _at_most(column_letters(col).encode(), _LETTERS)
+                      + rb')(?:' + _at_most(str(row).encode(), b"0123456789") + rb')")')
 
 
-def _greater(value: bytes, alphabet: bytes, longest: int) -> bytes:
-    """A regex for strings over `alphabet` (no leading zero) that compare greater than `value`
-    as numbers: longer ones, or as long and larger at the first place they differ."""
+def _at_most(value: bytes, alphabet: bytes) -> bytes:
+    """A regex for strings over `alphabet` (digits: no leading zero) that compare at most `value`
+    as numbers: shorter ones, or as long and smaller at the first place they differ, or equal."""
     every = b"[" + alphabet[:1] + b"-" + alphabet[-1:] + b"]"
-    first = b"[" + alphabet[1:2] + b"-" + alphabet[-1:] + b"]" if alphabet[:1] == b"0" else every
-    options = []
-    if len(value) < longest:
-        options.append(first + every + b"{%d,%d}" % (len(value), longest - 1))
+    digits = alphabet[:1] == b"0"
+    first = b"[" + alphabet[1:2] + b"-" + alphabet[-1:] + b"]" if digits else every
+    options = [first + every + b"{0,%d}" % (len(value) - 2)] if len(value) > 1 else []
     for i, byte in enumerate(value):
-        higher = alphabet[alphabet.index(byte) + 1:]
-        if higher:
-            options.append(re.escape(value[:i]) + b"[" + higher[:1] + b"-" + higher[-1:] + b"]"
+        lower = alphabet[1 if digits and i == 0 else 0: alphabet.index(byte)]
+        if lower:
+            options.append(re.escape(value[:i]) + b"[" + lower[:1] + b"-" + lower[-1:] + b"]"
                            + every + b"{%d}" % (len(value) - i - 1))
-    return b"|".join(options) or b"(?!)"
+    return b"|".join([*options, re.escape(value)])
 
 
 def _tags(stream: io.BufferedIOBase) -> Iterator[bytes]:

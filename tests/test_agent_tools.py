@@ -21,6 +21,7 @@ import pytest
 import yaml
 from langbot_plugin.api.definition.components.manifest import ComponentManifest
 from langbot_plugin.api.entities.builtin.resource.tool import LLMTool
+from langbot_plugin.api.entities.builtin.runner import RunnerResult
 from langbot_plugin.entities.io.context import InstallationBinding
 
 import components.tools.kb_tools as kb_tools
@@ -40,6 +41,14 @@ PAGES = ["Installation. Mount the pump P-100 on a level base.",
          "Maintenance. Grease the pump bearings every 500 hours.",
          "Warranty. The pump warranty lasts 24 months from delivery.",
          "Disposal. Return the pump to the dealer at end of life."]
+
+
+def as_runner_reports(answer: Any) -> dict[str, Any]:
+    """A tool's answer as an SDK 0.7.18 runner reports it (`ctx.api.call_tool` puts every result
+    into RunnerResult.tool_call_completed, whose payload takes a dict), within the size cap."""
+    RunnerResult.tool_call_completed("run-1", "call-1", "lucidrag_search", result=answer)
+    assert output.size(answer) <= output.MAX_ANSWER_CHARS
+    return answer
 
 
 def titled_pdf(title: str, pages: list[str]) -> bytes:
@@ -116,10 +125,8 @@ class World:
         return await self._call(ReadAroundPassage(), asked, harness, params)
 
     async def _call(self, tool: Any, query: HostQuery | None, harness: Harness | None, params: dict[str, Any]) -> dict[str, Any]:
-        text = await (harness or self.harness).call_tool(tool, params, query.query_id if query else -1,
-                                                        query.query_uuid if query else None)
-        assert isinstance(text, str) and len(text) <= output.MAX_ANSWER_CHARS
-        return json.loads(text)
+        return as_runner_reports(await (harness or self.harness).call_tool(
+            tool, params, query.query_id if query else -1, query.query_uuid if query else None))
 
 
 def restarted(host: ScopedPlugin) -> Harness:
@@ -253,15 +260,15 @@ async def test_two_installations_in_one_runtime_see_only_their_own_knowledge_bas
     both = host.queries.start_query(["kb-first", "kb-second"], workspace="w")
     answers = {}
     for harness in (first, second):
-        found = json.loads(await harness.call_tool(SearchKnowledgeBase(), {"query": "boiler B-7"},
+        found = as_runner_reports(await harness.call_tool(SearchKnowledgeBase(), {"query": "boiler B-7"},
                                                    both.query_id, both.query_uuid))
         answers[harness] = found
-        listed = json.loads(await harness.call_tool(ListKnowledgeBaseFiles(), {}, both.query_id, both.query_uuid))
+        listed = as_runner_reports(await harness.call_tool(ListKnowledgeBaseFiles(), {}, both.query_id, both.query_uuid))
         assert [kb["name"] for kb in listed["knowledge_bases"]] == found["searched"]
     assert answers[first]["searched"] == ["kb-first"] and "80 degrees" in json.dumps(answers[first])
     assert answers[second]["searched"] == ["kb-second"] and "80 degrees" not in json.dumps(answers[second])
     foreign = answers[first]["passages"][0]["id"]
-    refused = json.loads(await second.call_tool(ReadAroundPassage(), {"passage_id": foreign},
+    refused = as_runner_reports(await second.call_tool(ReadAroundPassage(), {"passage_id": foreign},
                                                 both.query_id, both.query_uuid))
     assert "error" in refused
     assert set(host.installation_storage) == {first.binding.installation_uuid, second.binding.installation_uuid}
@@ -271,11 +278,11 @@ async def test_the_query_uuid_is_what_the_host_resolves_and_the_legacy_id_alone_
     query = world.query(PRICES)
     assert (await world.search(query, query="pump"))["searched"] == ["Price lists"]
     assert world.host.calls["list_pipeline_knowledge_bases"] == 1
-    text = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, None)  # no uuid
-    assert json.loads(text)["searched"] == ["Price lists"]
+    found = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, None)  # no uuid
+    assert as_runner_reports(found)["searched"] == ["Price lists"]
     manuals = world.query(MANUALS)  # given both, LangBot goes by the uuid
-    text = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, manuals.query_uuid)
-    assert json.loads(text)["searched"] == ["Manuals"]
+    found = await world.harness.call_tool(SearchKnowledgeBase(), {"query": "pump"}, query.query_id, manuals.query_uuid)
+    assert as_runner_reports(found)["searched"] == ["Manuals"]
     elsewhere = world.queries.start_query([PRICES], workspace="another-workspace")
     assert await world.search(elsewhere, query="pump") == {"error": scope.NO_KNOWLEDGE_BASE}
 
@@ -389,7 +396,7 @@ async def test_what_the_automatic_search_missed_a_narrowed_search_finds():
     assert len(missed) == 9
     query = harness.host.queries.start_query([PRICES])  # type: ignore[union-attr]
     for month, price in missed:
-        found = json.loads(await harness.call_tool(SearchKnowledgeBase(), {
+        found = as_runner_reports(await harness.call_tool(SearchKnowledgeBase(), {
             "query": "how much does the pump cost", "file": f"{month} price list", "top_k": 3},
             query.query_id, query.query_uuid))
         assert [p["source"] for p in found["passages"]] == [f"{month} price list"]
@@ -426,9 +433,8 @@ async def test_no_match_says_so_and_a_page_range_says_what_it_leaves_out(world: 
 def test_the_answer_is_capped_and_says_what_it_left_out():
     rows = [output.Passage(f"kb:f:{n}", "f", "Doc", "word " * 2000, 0.5).row() for n in range(10)]
     assert all(len(r["text"]) == output.MAX_PASSAGE_CHARS and r["text"].endswith(" …") for r in rows)
-    text = output.answer({"searched": ["A"]}, rows, "passages")
-    parsed = json.loads(text)
-    assert len(text) <= output.MAX_ANSWER_CHARS and 0 < len(parsed["passages"]) < 10
+    parsed = output.answer({"searched": ["A"]}, rows, "passages")
+    assert output.size(parsed) <= output.MAX_ANSWER_CHARS and 0 < len(parsed["passages"]) < 10
     assert parsed["note"] == f"{10 - len(parsed['passages'])} more left out to keep this answer short; narrow the request."
 
 

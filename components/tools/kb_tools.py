@@ -58,7 +58,7 @@ class KnowledgeBaseTool(Tool):
     operation = ""  # the AgentTools method this tool runs
 
     async def call(self, params: dict[str, Any], session: Session, query_id: int,
-                   query_uuid: str | None = None) -> str:
+                   query_uuid: str | None = None) -> dict[str, Any]:  # type: ignore[override]
         try:
             binding = self.get_installation_binding()
             tools = AgentTools(self.plugin, self.plugin.engine,  # type: ignore[arg-type, attr-defined]

@@ -90,16 +90,17 @@ class AgentTools:
         self.query_host = query_host
         self.with_query = has_query(query_id, query_uuid)
 
-    async def search(self, params: Mapping[str, Any]) -> str:
+    async def search(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return await self._answer(self._search, params)
 
-    async def list_files(self, params: Mapping[str, Any]) -> str:
+    async def list_files(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return await self._answer(self._list_files, params)
 
-    async def read_around(self, params: Mapping[str, Any]) -> str:
+    async def read_around(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return await self._answer(self._read_around, params)
 
-    async def _answer(self, run: Callable[[Mapping[str, Any]], Awaitable[str]], params: Mapping[str, Any]) -> str:
+    async def _answer(self, run: Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]],
+                      params: Mapping[str, Any]) -> dict[str, Any]:
         try:
             with hook_budget("tool"):
                 return await run(params if isinstance(params, Mapping) else {})
@@ -115,7 +116,7 @@ class AgentTools:
         return await self.engine.read_kb(self.host, self.installation_id, kb.kb_id, read)
 
     # ------------------------------------------------------------------ search
-    async def _search(self, params: Mapping[str, Any]) -> str:
+    async def _search(self, params: Mapping[str, Any]) -> dict[str, Any]:
         request = search_request(params)
         kbs = chosen(await self._allowed(), request.knowledge_base)
         targets: list[tuple[KbRef, dict[str, Any] | None, list[str]]] = []
@@ -172,7 +173,7 @@ class AgentTools:
         return dict(sorted(containing.items())[:MAX_NAMED_FILES])
 
     # ------------------------------------------------------------------ list files
-    async def _list_files(self, params: Mapping[str, Any]) -> str:
+    async def _list_files(self, params: Mapping[str, Any]) -> dict[str, Any]:
         request = list_request(params)
         kbs = chosen(await self._allowed(), request.knowledge_base)
         summaries: list[dict[str, Any]] = []
@@ -203,7 +204,7 @@ class AgentTools:
         return sorted(listed, key=lambda f: (f.title.casefold(), f.file_id)), len(answers), len(state.in_flight)
 
     # ------------------------------------------------------------------ read around
-    async def _read_around(self, params: Mapping[str, Any]) -> str:
+    async def _read_around(self, params: Mapping[str, Any]) -> dict[str, Any]:
         request = around_request(params)
         parsed = parse_passage_id(request.passage_id)
         if parsed is None:

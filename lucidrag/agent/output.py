@@ -1,6 +1,7 @@
-"""What a tool answers the model: compact JSON, every passage with its source line, capped in
+"""What a tool answers the model: a JSON object, every passage with its source line, capped in
 size (LangBot's LocalAgent cuts a tool's result at 20,000 characters by default; a model reads a
-short answer better)."""
+short answer better). An object, not its text: an SDK 0.7.18 runner reports every tool result as
+`ToolCallCompletedPayload.result`, a dict, and a tool that returns a string fails there."""
 
 from __future__ import annotations
 
@@ -68,23 +69,28 @@ def passage_from_result(kb_id: str, entry: Mapping[str, Any]) -> Passage | None:
                    float(score) if isinstance(score, (int, float)) else None)
 
 
-def answer(fields: Mapping[str, Any], rows: list[dict[str, Any]], rows_key: str, note: str = "") -> str:
+def answer(fields: Mapping[str, Any], rows: list[dict[str, Any]], rows_key: str, note: str = "") -> dict[str, Any]:
     """`fields` and as many `rows` as fit in MAX_ANSWER_CHARS, with a note of what was left out."""
     kept: list[dict[str, Any]] = []
     notes = [note] if note else []
     for row in rows:
-        if len(_dump({**fields, rows_key: kept + [row], "note": " ".join(notes)})) > MAX_ANSWER_CHARS - 200:
+        if size({**fields, rows_key: kept + [row], "note": " ".join(notes)}) > MAX_ANSWER_CHARS - 200:
             notes.append(f"{len(rows) - len(kept)} more left out to keep this answer short; narrow the request.")
             break
         kept.append(row)
     out = {**fields, rows_key: kept}
     if notes:
         out["note"] = " ".join(notes)
-    return _dump(out)
+    return out
 
 
-def refusal(message: str) -> str:
-    return _dump({"error": message})
+def refusal(message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
+def size(answer: Mapping[str, Any]) -> int:
+    """The answer's length as the model reads it (compact JSON)."""
+    return len(_dump(answer))
 
 
 def _dump(value: Any) -> str:

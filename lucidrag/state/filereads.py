@@ -30,9 +30,11 @@ _ANSWERED_BY_RECORD = (None, FileState.COMMITTED, FileState.TO_INDEX, FileState.
 class FileReads(KbCore):
     """Reading (and, where storage lost them, rebuilding) the records of a KB's files."""
 
-    async def file_records(self, host: HostApi, collection_id: str, file_ids: Iterable[str]) -> dict[str, FileRecord]:
+    async def file_records(self, host: HostApi, collection_id: str, file_ids: Iterable[str],
+                           unread: set[str] | None = None) -> dict[str, FileRecord]:
         """The records of these files: cached, else from plugin storage, else rebuilt from the
-        file's vectors (then saved back). Files with neither are left out."""
+        file's vectors (then saved back). Files with neither are left out; those whose vectors
+        could not be read are added to `unread`."""
         out: dict[str, FileRecord] = {}
         missing: list[str] = []
         for file_id in dict.fromkeys(file_ids):
@@ -58,7 +60,7 @@ class FileReads(KbCore):
         lost = [f for f in missing if f not in out and f not in vectorless and f not in self.unsettled
                 and self.may_know(f)]
         if lost and not self.fresh:
-            for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f)
+            for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f, unread)
                                              for f in lost], LOAD_CONCURRENCY):
                 if record is None:
                     continue
@@ -117,7 +119,8 @@ class FileReads(KbCore):
                     logger.warning("kb=%s doc=%s: its record outlived its vectors (an earlier version whose "
                                    "removal storage refused); it is removed", self.kb_id, file_id)
 
-    async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str) -> FileRecord | None:
+    async def _record_from_vectors(self, host: HostApi, collection_id: str, file_id: str,
+                                   unread: set[str] | None = None) -> FileRecord | None:
         """The file's record rebuilt from its vectors, if they are all there: an ingest writes the
         batch with chunk 0 last (`ingest.upsert_order`), so vectors without chunk 0 are what an
         ingest that failed or died left (a rollback that failed where nothing durable names the
@@ -130,6 +133,8 @@ class FileReads(KbCore):
         except Exception as error:  # noqa: BLE001 - a result of this file is dropped, not the query
             logger.warning("kb=%s doc=%s: its record could not be read back from the vector DB (%s)",
                            self.kb_id, file_id, describe(error))
+            if unread is not None:
+                unread.add(file_id)
             return None
         if not items:
             if self.files.state(file_id) is FileState.UNRECORDED:

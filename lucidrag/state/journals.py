@@ -199,7 +199,9 @@ async def remove_first_write(host: HostApi, collection_id: str, file_id: str, di
     probe_id = probe_vector_id(file_id)  # no chunk's id: never taken for chunk 0, the completion mark
     notes = late_writes if late_writes is not None else LostAnswers()
     metadata = probe_vector_metadata(file_id)
-    async with first_write or asyncio.Lock():  # concurrent creators race on Milvus Lite
+    # concurrent creators race on Milvus Lite; not waited for past the hook's deadline (an upload's
+    # first write may take its SDK timeouts)
+    async with holding(first_write or asyncio.Lock()):
         await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[probe_id], metadata=[metadata],
             documents=[metadata["text"]])))

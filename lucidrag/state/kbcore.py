@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import holding, remaining
+from lucidrag.base.budget import budget, holding, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
@@ -37,6 +38,7 @@ from lucidrag.vectors.scoring import Metric
 logger = logging.getLogger(__name__)
 
 LOAD_CONCURRENCY = 8  # storage reads in flight while loading records
+FIND_FILES_SLICE_S = 3.0  # of a hook, at most, finding the KB's files in the vector DB before a save
 # a file in one of these states may have its record written by this process at any moment
 _RECORD_MAY_BE_WRITTEN = (FileState.INGESTING, FileState.JOURNALLED, FileState.ABORTED, FileState.UNSAVED,
                           FileState.TOMBSTONED)
@@ -228,7 +230,9 @@ class KbCore:
                                                   first_write_dim=facts.first_write_dim or (
                                                       dim if self.never_had_vectors else None)))
                     raise
-            late_vectors = self.files.may_land(file_id)
+            # (a dead process's upload: a write of it may still land, as `reconcile` knows)
+            late_vectors = self.files.may_land(file_id) or (
+                self.files.state(file_id) is FileState.JOURNALLED and time.monotonic() < self.previous_writes_until)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
@@ -366,10 +370,11 @@ class KbCore:
             self.repair.start_looking()
         discovery = self.repair.discovery
         try:
-            while discovery is not None and not discovery.done and remaining() > 0:
-                found = await with_retries(lambda: discovery.step(host, self.kb_id))  # collection id = KB id
-                for file_id in sorted(f for f in found if f not in self.index):
-                    self.files.to_index(file_id)
+            with budget(FIND_FILES_SLICE_S):  # the rest in later hooks (a save waits until then)
+                while discovery is not None and not discovery.done and remaining() > 0:
+                    found = await with_retries(lambda: discovery.step(host, self.kb_id))  # collection id = KB id
+                    for file_id in sorted(f for f in found if f not in self.index):
+                        self.files.to_index(file_id)
         except Exception as error:  # noqa: BLE001 - a later hook looks again
             logger.warning("kb=%s: its files could not be looked for in the vector DB now (%s)",
                            self.kb_id, describe(error))

@@ -72,6 +72,9 @@ class KbLoad(FileReads):
                 indexed = self.index.file_ids()
                 for file_id in sorted(self.files.with_stored_record() - indexed - self.in_flight):
                     self.files.to_index(file_id)
+                if (self._emptiness_may_name_files() and self.meta.mark is not Mark.NONE_YET
+                        and self.repair.mode is RepairMode.IDLE):
+                    self.repair.storage_knows_nothing()  # its files are to be found in the vector DB
 
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
                             wait_s: float = math.inf) -> None:
@@ -244,7 +247,8 @@ class KbLoad(FileReads):
                     self.repair.discovered(discovery)
                 continue
             batch = list(itertools.islice(self.to_index, INDEX_BATCH))
-            records = await self.file_records(host, collection_id, batch)
+            unread: set[str] = set()
+            records = await self.file_records(host, collection_id, batch, unread)
             async with holding(self.lock):  # records were read outside it: skip what changed meanwhile
                 await self._index([r for r in records.values() if r.file_id not in self.index
                                    and self.files.may_index(r.file_id)])
@@ -257,9 +261,11 @@ class KbLoad(FileReads):
                         self.files.move(file_id, FileState.UNSAVED, records[file_id])
                     elif file_id in records:
                         self.files.committed(file_id)
-                    elif remaining() > 0:  # unread for lack of time: next slice
+                    elif remaining() > 0 and file_id not in unread:  # (unread: the next slice reads it)
                         self.files.forget(file_id)
             changed = True
+            if unread and unread >= set(batch) - set(records):
+                break  # the vector DB did not answer: a later hook carries on
         if not self.indexing:
             # A repair ends once every file it found is indexed: the files of the last discovery
             # step are read above still without trusting their (possibly stale) stored records.

@@ -43,12 +43,10 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         fail). If not, the file is left as it was and no vector may be written: a vector nothing
         durable names could outlive a failed rollback and a restart, and then nothing would
         remove it (or the rebuild repair would adopt a FAILED file)."""
-        previous, facts = self.files.state(file_id), self.files.facts(file_id)
-        if previous is FileState.JOURNALLED:  # not while `reconcile` removes a dead process's upload of it
-            async with holding(self.lock):
-                previous, facts = self.files.state(file_id), self.files.facts(file_id)
-                self.files.move(file_id, FileState.INGESTING)
-        else:
+        # Not while a change of the KB is under way: a delete of the same id (or `reconcile`'s
+        # removal of a dead process's upload of it) must have landed before this upload's vectors.
+        async with holding(self.lock):
+            previous, facts = self.files.state(file_id), self.files.facts(file_id)
             self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):

@@ -641,6 +641,31 @@ REGRESSIONS.update({
         Step([('retrieve', 5, 'hybrid', 'not-file'), ('ingest', 7, 'small', 0)]),
         Step([('retrieve', 5, 'keyword', 'none')]), Step([('retrieve', 0, 'hybrid', 'file')]),
         Step([('delete', 7), ('create_kb', 1)], vectors=0.5)], creation_outage=True, jitter_s=0.008),
+    # storage could not be listed at the load after a restart (storage held nothing of the KB):
+    # the later listing showed it empty, but no process looked for its files in the vector DB, a
+    # save made storage non-empty, and a COMPLETED file was found by no search (seed 1122)
+    "empty-storage-listed-after-the-load-1122": History(1122, 'chroma', [
+        Step([('ingest', 0, 'small', 0), ('ingest', 1, 'small', 0)], kill_at=1.7391641976549572),
+        Step([('repair', 'rebuild_from_vector_db', 0)]), Step([('delete_kb', 1)], restart=True),
+        Step([('delete', 0)], storage=0.5)], creation_outage=True, jitter_s=0.008),
+    # a delete's vector delete landed after an upload of the same id had begun writing: the
+    # COMPLETED upload lost its vectors (seed 3137). Now an upload begins under the KB's lock.
+    "delete-lands-after-a-reupload-began-3137": History(3137, 'pgvector', [
+        Step([('create_kb', 0)], storage=1.0, landed=0.3), Step([('ingest', 0, 'bad', 0)], storage=0.3),
+        Step([('delete', 0), ('ingest', 0, 'small', 0)], kill_at=0.2538604347268667)], jitter_s=0.008),
+    # a query waited, past LangBot's 120 s, for an upload's first write whose calls kept timing out
+    # (the lock of a KB's first write was taken without the hook's deadline; seed 2478)
+    "query-waits-for-a-slow-first-write-2478": History(2478, 'chroma', [
+        Step([('create_kb', 0), ('ingest', 0, 'small', 0)], storage=1.0, restart=True),
+        Step([('retrieve', 0, 'keyword', 'none'), ('ingest', 0, 'medium', 0)], lost=0.5)], jitter_s=0.008),
+    # a dead process's probe (its delete's first-write removal, on a slow host) landed after the
+    # next process had deleted the file and cleared its entry: the vector stayed (seed 3477). Now a
+    # delete of a JOURNALLED file keeps its entry while the dead process's writes may land.
+    "dead-process-probe-lands-after-the-delete-3477": History(3477, 'chroma', [
+        Step([('create_kb', 0), ('ingest', 0, 'bad', 0), ('ingest', 1, 'small', 0)], storage=0.3, landed=0.3,
+             kill_at=1.0964707132599172),
+        Step([('delete', 1)], slow=0.5), Step([('retrieve', 1, 'hybrid', 'none')], restart=True),
+        Step([('delete', 1)])], creation_outage=True, jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

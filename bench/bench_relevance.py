@@ -3,6 +3,7 @@
     .venv-bench/bin/python bench/bench_relevance.py [--kbs scifact,medquad,drcd,cmrc]
         [--models minilm,e5] [--queries 100] [--docs 400] [--foreign 100] [--modes vector,keyword,hybrid]
         [--rerank] [--dump FILE] [--patch MODULE.ATTR=VALUE ...]
+    .venv-bench/bin/python bench/bench_relevance.py --latency 20000
 
 For every model and every KB collection: a subset of the collection (bench_retrieval.subsample:
 its real questions' judged documents plus seeded others) is uploaded through the real component
@@ -16,8 +17,9 @@ ships offline), it asks
   DRCD's questions against CMRC's sentences, ...), with the cut on: the share answered with
   nothing.
 
-`--dump FILE` writes, per question and mode, what the relevance cut saw (`lucidrag.retrieval.
-relevance.Evidence`) and the ranked documents, for analysing a rule offline.
+`--dump FILE` writes, per question, the candidate lists the relevance cut saw and each mode's
+uncut ranking, for replaying a rule offline. `--latency N` measures the engine time per question
+with the cut off and on, on N synthetic chunks (hash embedder).
 """
 
 from __future__ import annotations
@@ -115,13 +117,94 @@ class Recorder:
         relevance.judge = answering_judge
 
 
-async def run_kb(model: str, kb: str, args, embedder, recorder: Recorder, dump) -> list[Row]:
+@dataclass
+class Collection:
+    """One KB's documents with its own judged questions, and the other collections' questions."""
+
+    model: str
+    kb: str
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    foreign: dict[str, dict[str, str]]  # source collection → {qid: question}
+    file_ext: str = ".txt"
+
+
+def load(model: str, kb: str, args) -> Collection:
     from bench.lib.datasets import DATASETS, load_dataset
 
-    ds = load_dataset(kb)
-    corpus, queries, qrels = subsample(ds, args.queries, args.docs, args.seed)
-    foreign = foreign_questions(kb, args.foreign, args.seed, args.cross_language)
-    every_query = list(queries.values()) + [q for qs in foreign.values() for q in qs.values()]
+    corpus, queries, qrels = subsample(load_dataset(kb), args.queries, args.docs, args.seed)
+    return Collection(model, kb, corpus, queries, qrels, foreign_questions(kb, args.foreign, args.seed,
+                                                                           args.cross_language),
+                      DATASETS[kb].file_ext)
+
+
+async def measure(c: Collection, doc_embed, query_embed, modes: Sequence[str], rerank: bool,
+                  recorder: Recorder | None = None, dump=None) -> list[Row]:
+    """Upload `c.corpus` through the real component and ask every question in every mode (with
+    `rerank`, hybrid with a stand-in rerank model: the query-document cosine of `doc_embed` and
+    `query_embed`); with `dump`, write the evidence per question instead (Recorder)."""
+    creation = CHUNKINGS["lucid"]
+    host = BenchHost(doc_embed, query_embed)
+
+    def rerank_fn(query: str, documents: list[str]) -> list[float]:
+        from lucidrag.vectors.scoring import cosine
+
+        q = query_embed([query])[0]
+        return [max(0.0, cosine(q, d)) for d in doc_embed(documents)]
+    host.rerank_fn = rerank_fn
+    bench = Bench(host)
+    await bench.ingest("lucid", c.corpus, creation, file_ext=c.file_ext)
+    await bench.warm("lucid", creation)
+
+    async def ask(question: str, settings: dict[str, Any], record: dict[str, Any] | None) -> list[str]:
+        if recorder is not None:
+            recorder.current = record
+        try:
+            response = await bench.retrieve("lucid", question, {"top_k": TOP_K, **settings}, creation)
+        finally:
+            if recorder is not None:
+                recorder.current = None
+        if response.metadata and response.metadata.get("error"):
+            raise RuntimeError(f"retrieve failed: {response.metadata['error']}")
+        return list(dict.fromkeys(bench.file_to_doc.get(str(e.metadata.get("file_id")), "?")
+                                  for e in response.results))
+
+    if dump is not None and recorder is not None:
+        await dump_evidence(c.model, c.kb, c.queries, c.qrels, c.foreign, ask, recorder, dump)
+        return []
+    rows = []
+    variants = [(mode, {"search_mode": mode}) for mode in modes]
+    if rerank:
+        variants.append(("hybrid+rerank", {"search_mode": "hybrid", "rerank_model_uuid": "bench-rerank"}))
+    for mode, settings in variants:
+        row = Row(c.model, c.kb, mode, real_queries=len(c.queries))
+        for qid, question in c.queries.items():
+            off = await ask(question, {**settings, "relevance_cut": "off"}, None)
+            on = await ask(question, {**settings, "relevance_cut": "auto"}, None)
+            n_off, r_off, _ = metrics(off, c.qrels.get(qid, {}))
+            n_on, r_on, _ = metrics(on, c.qrels.get(qid, {}))
+            row.real_off_ndcg += n_off
+            row.real_on_ndcg += n_on
+            row.real_off_recall += r_off
+            row.real_on_recall += r_on
+            row.real_emptied += not on
+        n = max(1, len(c.queries))
+        row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
+        row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
+        for source, questions in c.foreign.items():
+            emptied = 0
+            for question in questions.values():
+                emptied += not await ask(question, {**settings, "relevance_cut": "auto"}, None)
+            row.foreign[source] = (emptied, len(questions))
+        rows.append(row)
+        print(f"  {c.kb} / {c.model} / {mode}: " + row_text(row), file=sys.stderr, flush=True)
+    return rows
+
+
+async def run_kb(model: str, kb: str, args, embedder, recorder: Recorder, dump) -> list[Row]:
+    c = load(model, kb, args)
+    every_query = list(c.queries.values()) + [q for qs in c.foreign.values() for q in qs.values()]
     query_vectors = dict(zip(every_query, embedder.embed_queries(every_query)))
 
     def query_embed(texts: list[str]) -> list[list[float]]:
@@ -130,68 +213,16 @@ async def run_kb(model: str, kb: str, args, embedder, recorder: Recorder, dump) 
             query_vectors.update(zip(missing, embedder.embed_queries(missing)))
         return [query_vectors[t] for t in texts]
 
-    file_ext = DATASETS[kb].file_ext
-    creation = CHUNKINGS["lucid"]
+    # a dry run with the hash embedder finds every text the engine will embed: one big batch
     dry = BenchHost(lambda ts: [hash_embed(t) for t in ts])
     dry.recorded = []
-    await Bench(dry).ingest("lucid", corpus, creation, file_ext=file_ext)
+    await Bench(dry).ingest("lucid", c.corpus, CHUNKINGS["lucid"], file_ext=c.file_ext)
     t0 = time.perf_counter()
     embedder.embed_documents(list(dict.fromkeys(dry.recorded)))
-    print(f"  {kb} / {model}: {len(corpus)} docs embedded in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+    print(f"  {kb} / {model}: {len(c.corpus)} docs embedded in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
           flush=True)
-    host = BenchHost(embedder.embed_documents, query_embed)
-
-    def rerank_fn(query: str, documents: list[str]) -> list[float]:
-        from lucidrag.vectors.scoring import cosine
-
-        q = query_embed([query])[0]
-        return [max(0.0, cosine(q, d)) for d in embedder.embed_documents(documents)]
-    host.rerank_fn = rerank_fn
-    bench = Bench(host)
-    await bench.ingest("lucid", corpus, creation, file_ext=file_ext)
-    await bench.warm("lucid", creation)
-
-    async def ask(question: str, settings: dict[str, Any], record: dict[str, Any] | None) -> list[str]:
-        recorder.current = record
-        try:
-            response = await bench.retrieve("lucid", question, {"top_k": TOP_K, **settings}, creation)
-        finally:
-            recorder.current = None
-        if response.metadata and response.metadata.get("error"):
-            raise RuntimeError(f"retrieve failed: {response.metadata['error']}")
-        return list(dict.fromkeys(bench.file_to_doc.get(str(e.metadata.get("file_id")), "?")
-                                  for e in response.results))
-
-    if dump:
-        await dump_evidence(model, kb, queries, qrels, foreign, ask, recorder, dump)
-        return []
-    rows = []
-    variants = [(mode, {"search_mode": mode}) for mode in args.modes.split(",")]
-    if args.rerank:
-        variants.append(("hybrid+rerank", {"search_mode": "hybrid", "rerank_model_uuid": "bench-rerank"}))
-    for mode, settings in variants:
-        row = Row(model, kb, mode, real_queries=len(queries))
-        for qid, question in queries.items():
-            off = await ask(question, {**settings, "relevance_cut": "off"}, None)
-            on = await ask(question, {**settings, "relevance_cut": "auto"}, None)
-            n_off, r_off, _ = metrics(off, qrels.get(qid, {}))
-            n_on, r_on, _ = metrics(on, qrels.get(qid, {}))
-            row.real_off_ndcg += n_off
-            row.real_on_ndcg += n_on
-            row.real_off_recall += r_off
-            row.real_on_recall += r_on
-            row.real_emptied += not on
-        n = max(1, len(queries))
-        row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
-        row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
-        for source, questions in foreign.items():
-            emptied = 0
-            for question in questions.values():
-                emptied += not await ask(question, {**settings, "relevance_cut": "auto"}, None)
-            row.foreign[source] = (emptied, len(questions))
-        rows.append(row)
-        print(f"  {kb} / {model} / {mode}: " + row_text(row), file=sys.stderr, flush=True)
-    return rows
+    return await measure(c, embedder.embed_documents, query_embed, args.modes.split(","), args.rerank,
+                         recorder, dump)
 
 
 async def dump_evidence(model: str, kb: str, queries, qrels, foreign, ask, recorder: Recorder, dump) -> None:
@@ -229,6 +260,55 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+async def latency(size: int, n_questions: int) -> list[str]:
+    """Engine time per question (wall minus time in host calls) with the cut off and on, per
+    mode, on a KB of `size` synthetic chunks (bench_keyword's generator, hash embedder)."""
+    import statistics
+
+    from bench.bench_keyword import Corpus, make_files, make_queries
+    from tests.conftest import Harness
+
+    corpus = Corpus(7)
+    files = make_files(corpus, size)
+    questions = [q for q, _ in make_queries(corpus, files, n_questions)]
+    host = BenchHost(lambda ts: [hash_embed(t) for t in ts])
+    harness = Harness(host)
+    creation = {"chunking": "fixed", "chunk_size": 400, "chunk_overlap": 0}
+    await harness.create("scale", creation)
+    for file_id, chunks in files.items():
+        await harness.ingest("scale", f"{file_id}.txt", "".join(t for _, t in chunks).encode(), settings=creation,
+                             document_id=file_id)
+    await harness.retrieve("scale", "warm up", settings={"search_mode": "keyword"}, creation=creation)
+    lines = []
+    for mode in ("vector", "keyword", "hybrid"):
+        for cut in ("off", "auto"):
+            times, emptied = [], 0
+            for question in questions:
+                host.query_mode = True
+                h0, t0 = host.host_time, time.perf_counter()
+                response = await harness.retrieve("scale", question, creation=creation,
+                                                  settings={"search_mode": mode, "relevance_cut": cut})
+                times.append((time.perf_counter() - t0 - (host.host_time - h0)) * 1000)
+                host.query_mode = False
+                emptied += not response.results
+            times.sort()
+            lines.append(f"{size:,} chunks, {mode}, cut {cut}: engine ms p50 {statistics.median(times):.1f}, "
+                         f"p95 {times[int(0.95 * (len(times) - 1))]:.1f}, mean {statistics.mean(times):.1f}; "
+                         f"{emptied} of {len(questions)} emptied")
+            print(lines[-1], flush=True)
+    index = host.engine.installation("dedicated").kb("scale").index  # what vector mode adds: one BM25 top 20
+    cpu = []
+    for question in questions:
+        t0 = time.process_time()
+        index.search(question, 20)
+        cpu.append((time.process_time() - t0) * 1000)
+    cpu.sort()
+    lines.append(f"{size:,} chunks: the BM25 top 20 vector mode adds, CPU ms p50 {statistics.median(cpu):.1f}, "
+                 f"p95 {cpu[int(0.95 * (len(cpu) - 1))]:.1f}")
+    print(lines[-1], flush=True)
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kbs", default="scifact,medquad,drcd,cmrc")
@@ -242,7 +322,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--patch", action="append", default=[])
     parser.add_argument("--dump", default="")
+    parser.add_argument("--latency", type=int, default=0,
+                        help="instead: engine time with the cut off and on, on this many synthetic chunks")
     args = parser.parse_args(argv)
+    if args.latency:
+        asyncio.run(latency(args.latency, 200))
+        return
     code = code_version()
     apply_patches(args.patch)
     from bench.lib.embedders import get_embedder

@@ -163,7 +163,7 @@ class Harness:
             kb_id, name, workspace, retrieval_settings=dict(retrieval_settings or {}),
             creation_settings={"embedding_model_uuid": MODEL}, engine=self.component.retrieve))
 
-    async def call_tool(self, tool: Tool, params: Any, query_id: Any, query_uuid: str | None = None) -> str:
+    async def call_tool(self, tool: Tool, params: Any, query_id: Any, query_uuid: str | None = None) -> Any:
         """As the SDK's CALL_TOOL handler calls a tool (cli/run/handler.py): a Session, the query
         reference (`query_uuid` only to a `call` that declares it), in this installation's invocation."""
         tool.plugin = self.host  # type: ignore[assignment]

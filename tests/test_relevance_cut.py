@@ -14,7 +14,7 @@ import pytest
 
 from lucidrag.base.errors import SettingsError
 from lucidrag.base.settings import parse_retrieval_settings
-from lucidrag.retrieval.relevance import Evidence, judge
+from lucidrag.retrieval.relevance import DEPTH, Evidence, judge
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import hash_embed
 
@@ -221,3 +221,18 @@ def test_relevance_cut_setting():
     assert parse_retrieval_settings({"relevance_cut": "off"}).relevance_cut == "off"
     with pytest.raises(SettingsError, match="relevance_cut"):
         parse_retrieval_settings({"relevance_cut": "sometimes"})
+
+
+async def test_vector_mode_at_the_smallest_pool_still_finds_a_background_beside_the_document_vectors():
+    """Each file of two passages or more has a document vector too, which the vector search returns
+    beside the passages: at top_k 5 (a pool of 20) the search must still bring DEPTH passages."""
+    host, harness = await office_kb(0.1, rerank=False)
+    asked: list[int] = []
+    search = host.vector_search
+
+    async def recording_search(collection_id, query_vector, top_k=5, **kwargs):
+        asked.append(top_k)
+        return await search(collection_id, query_vector, top_k=top_k, **kwargs)
+    host.vector_search = recording_search
+    assert await answer(harness, UNANSWERED, search_mode="vector", top_k=5) == []
+    assert asked and asked[-1] >= 2 * DEPTH

@@ -64,8 +64,8 @@ class Evidence:
 
     @property
     def keyword_stand_out(self) -> float:
-        """How far the best BM25 score stands out from the DEPTH-th best (0 when fewer than DEPTH
-        chunks hold any of the question's terms)."""
+        """How far the best BM25 score stands out from the DEPTH-th best (which counts as 0 when
+        fewer than DEPTH chunks hold any of the question's terms)."""
         if not self.strengths or self.strengths[0] <= 0.0:
             return 0.0
         background = self.strengths[DEPTH - 1] if len(self.strengths) >= DEPTH else 0.0

@@ -237,9 +237,12 @@ async def _answers(selector: Selector, state: KnowledgeBaseState, request: Retri
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
                              request: RetrieveRequest, pool: int, found: _Found) -> list[Candidate]:
     query_vector = await embedder.embed_query(request.creation.embedding_model_uuid, request.query)
-    try:  # room for the files' document vectors beside `pool` passages
+    # room for the files' document vectors beside `pool` passages (at least relevance.DEPTH of
+    # them, the relevance cut's background, even at vector mode's smallest pool)
+    size = max(pool + pool // 2, 2 * relevance.DEPTH)
+    try:
         results = await with_retries(lambda: host.vector_search(
-            request.collection_id, query_vector, top_k=pool + pool // 2, filters=request.where))
+            request.collection_id, query_vector, top_k=size, filters=request.where))
     except Exception as error:  # noqa: BLE001
         raise VectorStoreFailure(f"The vector database search failed: {describe(error)}") from error
     unsettled = state.unsettled  # vectors of ingests that have not committed are not answers yet

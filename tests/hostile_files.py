@@ -168,7 +168,7 @@ def _rezip(source: bytes, replace: dict[str, object]) -> bytes:
         for name in names + [n for n in replace if n not in names]:
             content = replace.get(name, src.read(name) if name in names else b"")
             if callable(content):
-                with archive.open(name, "w", force_zip64=True) as stream:
+                with archive.open(name, "w") as stream:
                     content(stream)
             else:
                 archive.writestr(name, content)
@@ -328,3 +328,144 @@ def gbk_text(megabytes: float, seed: int = 7) -> bytes:
     common = [chr(c) for c in range(0x4E00, 0x9FA5) if len(chr(c).encode("gb2312", "ignore")) == 2][:3000]
     block = "".join("".join(rng.choices(common, k=40)) + "。\n" for _ in range(2000))
     return (block * (int(megabytes * 1_000_000) // len(block.encode("gb18030")) + 1)).encode("gb18030")
+
+
+def ods_repeated(rows: int = 1_000, columns: int = 16_384) -> bytes:
+    """A 1 KB .ods: a header, then one row repeated `rows` times whose one valued cell is
+    repeated `columns` times. calamine expands both as it opens the file (16 million cells took
+    1 GB; past about a billion it refuses the file instead)."""
+    cell = '<table:table-cell office:value-type="string"><text:p>{}</text:p></table:table-cell>'
+    rows_xml = ("<table:table-row>" + cell.format("Product") + cell.format("Price") + "</table:table-row>"
+                f'<table:table-row table:number-rows-repeated="{rows}"><table:table-cell '
+                f'table:number-columns-repeated="{columns}" office:value-type="float" office:value="1"/>'
+                "</table:table-row>")
+    content = ('<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+               'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+               '<office:body><office:spreadsheet><table:table table:name="Prices">' + rows_xml
+               + "</table:table></office:spreadsheet></office:body></office:document-content>")
+    manifest = ('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+                'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+                '<manifest:file-entry manifest:full-path="/" '
+                'manifest:media-type="application/vnd.oasis.opendocument.spreadsheet"/>'
+                '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+                "</manifest:manifest>")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.spreadsheet")
+        archive.writestr("META-INF/manifest.xml", manifest)
+        archive.writestr("content.xml", content)
+    return out.getvalue()
+
+
+def _declare_size(archive: bytes, name: str, size: int) -> bytes:
+    """The zip with `name`'s uncompressed size rewritten to `size` in its local header and its
+    central directory entry (the CRC is left: the data no longer matches what the file claims)."""
+    data = bytearray(archive)
+    reader = zipfile.ZipFile(io.BytesIO(archive))
+    offset = reader.getinfo(name).header_offset
+    data[offset + 22: offset + 26] = size.to_bytes(4, "little")
+    entry = reader.start_dir
+    while data[entry: entry + 4] == b"PK\x01\x02":
+        name_length, extra, comment = (int.from_bytes(data[entry + at: entry + at + 2], "little") for at in (28, 30, 32))
+        if data[entry + 46: entry + 46 + name_length] == name.encode():
+            data[entry + 24: entry + 28] = size.to_bytes(4, "little")
+            return bytes(data)
+        entry += 46 + name_length + extra + comment
+    raise KeyError(name)
+
+
+def xlsx_lying_sheet(rows: int = 12_000_000) -> bytes:
+    """An .xlsx whose sheet holds `rows` rows of one value (~300 MB of XML, ~0.3 MB compressed)
+    but declares 1 KB: a check that trusts the declared size passes it, and calamine, which
+    inflates past it, builds a grid of `rows` cells."""
+    data = _xlsx({"A1": "Product", "B1": "Price"})
+    sheet = zipfile.ZipFile(io.BytesIO(data)).read("xl/worksheets/sheet1.xml").decode()
+    head, tail = sheet.split("</sheetData>")
+
+    def write(stream) -> None:
+        stream.write(head.encode())
+        block = b"<row><c><v>1</v></c></row>" * 10_000
+        for _ in range(rows // 10_000):
+            stream.write(block)
+        stream.write(b"</sheetData>" + tail.encode())
+    return _declare_size(_rezip(data, {"xl/worksheets/sheet1.xml": write}), "xl/worksheets/sheet1.xml", 1024)
+
+
+def docx_lying_picture(megabytes: int = 300) -> bytes:
+    """A .docx whose picture inflates to `megabytes` MB but declares 1 KB."""
+    data = docx_media_bomb(megabytes)
+    media = next(n for n in zipfile.ZipFile(io.BytesIO(data)).namelist() if n.startswith("word/media/"))
+    return _declare_size(data, media, 1024)
+
+
+def docx_empty_paragraphs(paragraphs: int = 5_000_000) -> bytes:
+    """A .docx of `paragraphs` empty paragraphs (`<w:p/>`, 30 MB of XML in ~0.4 MB: padded with a
+    random picture to stay inside the 100× ratio); python-docx holds ~130 bytes per element."""
+    import os
+
+    from tests import samples
+
+    source = zipfile.ZipFile(io.BytesIO(samples.docx_bytes()))
+    xml = source.read("word/document.xml").decode()
+    at = xml.index("<w:body>") + len("<w:body>")
+    body = ("<w:p><w:r><w:t>Quarterly report.</w:t></w:r></w:p>" + "<w:p/>" * paragraphs).encode()
+    return _rezip(samples.docx_bytes(), {"word/document.xml": xml[:at].encode() + body + xml[at:].encode(),
+                                         "word/media/padding.bin": os.urandom(len(body) // 90)})
+
+
+def png_pixels(width: int, height: int, mode: str = "RGB") -> bytes:
+    """A blank picture of width × height pixels (a few hundred KB: blank rows compress well)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new(mode, (width, height), "white").save(buffer, "PNG", compress_level=9)
+    return buffer.getvalue()
+
+
+def jpeg_pixels(width: int, height: int) -> bytes:
+    """A blank JPEG photo of width × height pixels (a few hundred KB)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buffer, "JPEG", quality=50)
+    return buffer.getvalue()
+
+
+def tiff_pages(pages: int, side: int = 64) -> bytes:
+    """A TIFF of `pages` small blank pages."""
+    from PIL import Image
+
+    frames = [Image.new("L", (side, side), 255) for _ in range(pages)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "TIFF", save_all=True, append_images=frames[1:], compression="tiff_deflate")
+    return buffer.getvalue()
+
+
+def deep_html(depth: int = 50_000) -> bytes:
+    """`depth` nested <div>s around one sentence, under a heading."""
+    return ("<html><body><h1>Solar report</h1>" + "<div>" * depth + "The solar array produces 42 kilowatts."
+            + "</div>" * depth + "<p>Measured in June.</p></body></html>").encode()
+
+
+def text_of_chars(chars: int, fmt: str) -> bytes:
+    """At least `chars` characters of words (ASCII) as .txt, .csv, .jsonl or .html (a page of few
+    tags)."""
+    line = "The quarterly report lists revenue costs and the outlook for every region"
+    row = {"csv": "r{n},{line}\n", "jsonl": '{{"n":{n},"v":"{line}"}}\n'}.get(fmt, "{n:>4} {line}.\n")
+    rows = "".join(row.format(n=n % 100, line=line) for n in range(100))
+    body = rows * (chars // len(rows) + 1)
+    if fmt == "csv":
+        return ("region,notes\n" + body).encode()
+    if fmt == "html":
+        return f"<html><body><pre>{body}</pre></body></html>".encode()
+    return body.encode()
+
+
+def pdf_poster_page(points: int = 14_400) -> bytes:
+    """One page of `points` × `points` (14,400: 200 inches, the most PDF allows) with no text: it
+    is rendered for OCR."""
+    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                 b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R >>" % (points, points),
+                 b"<< /Length 20 >>\nstream\n0 0 0 rg 10 10 50 50 re f\nendstream"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
 import resource
@@ -31,11 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent
 AS_MB = 4096
 
 
-def run_ingest(data: bytes, name: str, *, as_mb: int = AS_MB, timeout: float = 600) -> dict:
+def run_ingest(data: bytes, name: str, *, as_mb: int = AS_MB, timeout: float = 600, warm_ocr: bool = False) -> dict:
+    """`warm_ocr`: idle counts the OCR models loaded (a worker loads them once, for its life)."""
     with tempfile.TemporaryDirectory(prefix="lucidrag-hostile-") as folder:
         path = Path(folder) / "upload.bin"
         path.write_bytes(data)
-        done = subprocess.run([sys.executable, "-m", "tests.ingest_child", str(path), name, "--as-mb", str(as_mb)],
+        done = subprocess.run([sys.executable, "-m", "tests.ingest_child", str(path), name, "--as-mb", str(as_mb)]
+                              + (["--warm-ocr"] if warm_ocr else []),
                               capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     lines = done.stdout.strip().splitlines()
     if done.returncode or not lines:
@@ -98,11 +101,22 @@ def readers() -> None:
     import python_calamine  # noqa: F401
 
 
+def picture_of_text() -> bytes:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (1200, 400), "white")
+    ImageDraw.Draw(image).text((40, 150), "The parse workers read pictures", fill="black", font_size=48)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("file")
     parser.add_argument("name")
     parser.add_argument("--as-mb", type=int, default=AS_MB)
+    parser.add_argument("--warm-ocr", action="store_true")
     args = parser.parse_args()
     data = Path(args.file).read_bytes()
 
@@ -118,6 +132,10 @@ def main() -> None:
     loop = runtime_loop()
     loop.run_until_complete(harness.create("kb-hostile"))
     loop.run_until_complete(harness.ingest("kb-warm", "warm.txt", b"The parse workers are started."))
+    if args.warm_ocr:  # both general lanes read a picture: their OCR models are loaded, as in use
+        async def warm() -> None:
+            await asyncio.gather(*(harness.ingest(f"kb-warm-{n}", "warm.png", picture_of_text()) for n in range(2)))
+        loop.run_until_complete(warm())
     idle = _settled(loop)
     limit = args.as_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

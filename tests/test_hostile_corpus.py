@@ -93,3 +93,86 @@ def test_an_html_page_of_more_tags_than_the_limit_fails_before_the_tree_is_built
     # was: BeautifulSoup + markdownify held ~1.6 KB per tag (+592 MB for 360,000 tags)
     error = failed_naming(run_ingest(h.html_many_tags(9.5), "page.html"), "MAX_HTML_TAGS")
     assert "save it as text or PDF" in error
+
+
+def test_an_ods_whose_repeated_row_of_repeated_cells_spans_16_million_cells_fails_first():
+    # was: calamine expanded the repeats as it opened the file: +1 GB
+    error = failed_naming(run_ingest(h.ods_repeated(1_000, 16_384), "prices.ods"), "MAX_SHEET_CELLS", "“Prices”")
+    assert "16.4 million cells (16,384 columns × 1,001 rows, A1:XFD1001)" in error
+
+
+@pytest.mark.parametrize("name,make,part", [
+    ("prices.xlsx", h.xlsx_lying_sheet, "xl/worksheets/sheet1.xml"),
+    ("report.docx", h.docx_lying_picture, "word/media/"),
+], ids=["xlsx-sheet", "docx-picture"])
+def test_an_office_part_that_unpacks_past_its_declared_size_fails_as_damaged_naming_it(name: str, make, part: str):
+    # 300 MB in a part that declares 1 KB: never read past what it declares
+    error = failed_naming(run_ingest(make(), name), f"its part {part}", "cannot be unpacked")
+    assert "save it again" in error
+
+
+def test_a_docx_of_five_million_empty_paragraphs_fails_by_its_elements_before_python_docx_holds_them():
+    # was: 30 MB of XML inside the 100× ratio, +640 MB and minutes in python-docx
+    failed_naming(run_ingest(h.docx_empty_paragraphs(5_000_000), "memo.docx"), "OFFICE_MAX_XML_ELEMENTS",
+                  f"more than {limits.OFFICE_MAX_XML_ELEMENTS:,} XML elements")
+
+
+# ---------------------------------------------------------------------------------------------
+# Pictures: from the header, before decoding
+
+
+def test_a_transparent_png_of_59_megapixels_fails_before_it_is_decoded():
+    # was: decoded (240 MB), copied, premultiplied for scaling: +804 MB, then "OCR found no text"
+    error = failed_naming(run_ingest(h.png_pixels(7700, 7700, "RGBA"), "poster.png"), "MAX_IMAGE_PIXELS",
+                          "7,700 × 7,700, with transparency")
+    assert "30 with transparency" in error
+
+
+def test_a_59_megapixel_photo_is_decoded_at_the_scale_ocr_reads():
+    # was: decoded whole (177 MB), then copied by exif_transpose before scaling
+    result = run_ingest(h.jpeg_pixels(7700, 7700), "photo.jpg", warm_ocr=True)
+    failed_naming(result, "OCR found no text")  # a blank photo: read, and nothing found
+
+
+def test_a_200_inch_scanned_pdf_page_is_rendered_at_the_size_ocr_reads():
+    # was: rendered at 60 megapixels for OCR to scale down to 3,000 px: +533 MB
+    result = run_ingest(h.pdf_poster_page(14_400), "poster.pdf", warm_ocr=True)
+    failed_naming(result, "No text found in this PDF")  # an empty page: rendered, read, nothing found
+
+
+def test_a_tiff_of_more_pages_than_the_ocr_limit_fails_without_walking_every_page():
+    error = failed_naming(run_ingest(h.tiff_pages(limits.MAX_OCR_PAGES * 3), "scan.tif"), "MAX_OCR_PAGES")
+    assert f"more than {limits.MAX_OCR_PAGES} pages" in error
+
+
+# ---------------------------------------------------------------------------------------------
+# Deep nesting
+
+
+def test_fifty_thousand_nested_divs_ingest_their_text():
+    # was: "Could not read this .html file (RecursionError)" from the Markdown converter
+    result = run_ingest(h.deep_html(50_000), "deep.html")
+    assert result["status"] == "completed", result
+    assert result["vectors"] >= 1 and result["grew_mb"] <= MEMORY_MB
+
+
+def test_json_nested_past_the_readers_recursion_fails_saying_how_deep():
+    result = run_ingest(h.deep_json(100_000), "deep.json")
+    failed_naming(result, "levels deep", "recursion limit", "Flatten the deepest parts")
+
+
+# ---------------------------------------------------------------------------------------------
+# Text past the characters limit, before parsing
+
+
+@pytest.mark.parametrize("fmt", ["txt", "csv", "jsonl", "html"])
+def test_a_text_file_past_the_characters_limit_fails_before_its_parser_runs(fmt: str):
+    # was: parsed whole (CSV rows, JSON lines, a BeautifulSoup tree), then refused
+    data = h.text_of_chars(limits.MAX_DOCUMENT_CHARS + 200_000, fmt)
+    error = failed_naming(run_ingest(data, f"notes.{fmt}"), "MAX_DOCUMENT_CHARS", "before parsing, markup included")
+    assert f"it has {len(data):,} characters" in error
+
+
+def test_a_zip_in_a_zip_holding_a_43_mb_json_is_refused_by_the_inner_members_size():
+    data = h.zip_of("inner.zip", h.zip_of("catalogue.json", h.json_records(44)))
+    failed_naming(run_ingest(data, "outer.zip"), "catalogue.json", "ZIP_MAX_MEMBER_BYTES")

@@ -55,6 +55,9 @@ ZIP_MAX_MEMBER_BYTES = MAX_DOCUMENT_CHARS * TEXT_MAX_BYTES_PER_CHAR
 # HTML: BeautifulSoup and markdownify hold ~3 KB per tag (an ordinary 10 MB page of 210,000 tags
 # grew by 635 MB while parsed and chunked), so a page holds at most this many tags.
 MAX_HTML_TAGS = 150_000
+# Elements nested deeper than this are read as the plain text they hold (the HTML-to-Markdown
+# converter recurses once per level: 50,000 nested <div>s ended in RecursionError).
+MAX_HTML_DEPTH = 128
 
 # PDF: PDFium's time grows with the content streams it interprets, and pages that share one heavy
 # stream each pay for it (a 10 KB file of 12 pages sharing 3.3 MB took 1.5 s per page). Before any

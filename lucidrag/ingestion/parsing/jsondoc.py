@@ -5,8 +5,9 @@ line for JSONL."""
 from __future__ import annotations
 
 import json
+import sys
 
-from lucidrag.base.errors import ParseError
+from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.base.limits import MAX_JSON_PATH_CHARS
 from lucidrag.ingestion.document import Document, Section
 
@@ -70,7 +71,10 @@ def _load(text: str, label: str, line_offset: int = 0) -> object:
             f"column {exc.colno}. Fix it (or export it again) and upload it again."
         ) from None
     except RecursionError:
-        raise ParseError(f"This {label} is nested too deeply to read.") from None
+        raise LimitExceeded(
+            f"This {label} nests its values more than about {sys.getrecursionlimit():,} levels deep, deeper "
+            "than the JSON reader follows (Python's recursion limit). Flatten the deepest parts (or save "
+            "them as text), then upload it again.") from None
 
 
 def _section(lines: list[str], headings: tuple[str, ...] = ()) -> Section | None:

@@ -144,12 +144,15 @@ def recognise(image: Image.Image) -> OcrText:
 
 
 def _upright(image: Image.Image) -> Image.Image:
-    """The picture turned as its EXIF orientation says (ImageOps.exif_transpose), without the
-    full-size copy exif_transpose makes of a picture that needs no turn (240 MB for a 60 MP RGBA
-    PNG): a new Image object over the same decoded pixels, which thumbnail() replaces, not the
-    caller's."""
+    """The picture decoded and turned as its EXIF orientation says (ImageOps.exif_transpose),
+    without the full-size copy exif_transpose makes of a picture that needs no turn (240 MB for a
+    60 MP RGBA PNG): a new Image object over the same decoded pixels, which thumbnail() replaces,
+    not the caller's. A JPEG over twice OCR_MAX_SIDE is decoded at a reduced scale (a 48 MP photo
+    as 12 MP)."""
     from PIL import ExifTags, ImageOps
 
+    if image.format == "JPEG" and getattr(image, "tile", None):  # not decoded yet: decode it at 1/2-1/8
+        image.draft(None, (limits.OCR_MAX_SIDE, limits.OCR_MAX_SIDE))  # scale, still ≥ what OCR reads
     image.load()
     if image.getexif().get(ExifTags.Base.Orientation, 1) in range(2, 9):
         return ImageOps.exif_transpose(image)

@@ -255,8 +255,8 @@ def _page_images(pdf, index: int, scanned: bool, tally: OcrTally) -> list:  # no
             width, height = page.get_size()
             scale = limits.OCR_DPI / 72
             pixels = width * height * scale * scale
-            if pixels > limits.MAX_IMAGE_PIXELS:  # a poster-sized page: render it smaller
-                scale *= (limits.MAX_IMAGE_PIXELS / pixels) ** 0.5
+            if pixels > limits.MAX_IMAGE_PIXELS:  # a poster-sized page: render it at the size OCR reads
+                scale = limits.OCR_MAX_SIDE / max(width, height)
             return [page.render(scale=scale).to_pil()]
         page_area = max(1.0, page.get_width() * page.get_height())
         images = []

@@ -6,7 +6,9 @@ process inside Rust. `check_sheet_grids` reads each sheet's XML in bounded chunk
 grid the way calamine does (cells with a value, at the position their `r` attribute names, else
 after the previous one), failing a sheet past limits.MAX_SHEET_CELLS before calamine sees it.
 
-    check_sheet_grids(data, label)   .xlsx / .xlsm (a zip of sheet XML); other formats pass through
+    check_sheet_grids(data, label)   .xlsx / .xlsm (sheet XML) and .ods (content.xml); .xls / .xlsb
+                                     (binary records) pass through: the parse worker's memory cap
+                                     stops them (an .xls sheet is at most 65,536 × 256 cells)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .archive import damaged_part
 _CHUNK = 1 << 20
 
 # The walk, token by token (exact, ~30 ns per byte)
-_TOKEN = re.compile(rb'<(/?)(?:\w+:)?(row|c|v|is|f)\b([^>]*?)(/?)>')
+_TOKEN = re.compile(rb'<(/?)(?:\w+:)?(row|c|v|is|f)(?=[\s/>])([^>]*?)(/?)>')
 _R = re.compile(rb'\br="([A-Za-z]*)([0-9]*)"')
 # The fast bound (~3 ns per byte): every cell written as Excel and most writers do, <c r="B7" …>
 _FIRST_REF = b'<c r="'
@@ -97,14 +99,58 @@ def check_sheet_grids(data: bytes, label: str) -> None:
     except (zipfile.BadZipFile, OSError, ValueError):
         return  # calamine reports the damage
     with archive:
+        if "content.xml" in archive.namelist() and "xl/workbook.xml" not in archive.namelist():
+            _check(archive, "content.xml", label, _ods_grids)  # OpenDocument: every sheet in one part
         for name, part in _sheet_parts(archive):
-            try:
-                with archive.open(part) as stream:
-                    grid = measure(stream)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-                raise damaged_part(label, part, exc) from None
-            if grid.cells > limits.MAX_SHEET_CELLS:
-                raise _too_large(grid, name, label)
+            _check(archive, part, label, lambda stream, name=name: [(name, measure(stream))])
+
+
+def _check(archive: zipfile.ZipFile, part: str, label: str, grids) -> None:  # noqa: ANN001
+    try:
+        with archive.open(part) as stream:
+            for name, grid in grids(stream):
+                if grid.cells > limits.MAX_SHEET_CELLS:
+                    raise _too_large(grid, name, label)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+        raise damaged_part(label, part, exc) from None
+
+
+# OpenDocument: a row or cell repeated N times stands for N of them (calamine expands them)
+_ODS_TOKEN = re.compile(rb'<(/?)table:(table|table-row|table-cell|covered-table-cell)(?=[\s/>])([^>]*?)(/?)>')
+_ODS_NAME = re.compile(rb'\btable:name="([^"]*)"')
+_ODS_ROWS = re.compile(rb'\btable:number-rows-repeated="([0-9]+)"')
+_ODS_COLUMNS = re.compile(rb'\btable:number-columns-repeated="([0-9]+)"')
+
+
+def _ods_grids(stream: io.BufferedIOBase) -> Iterator[tuple[str, Grid]]:
+    """Each sheet (table:table) of content.xml and its grid: repeated rows and cells expanded as
+    calamine expands them; a cell counts when it has a value type or content (not an empty tag)."""
+    name, grid = "", Grid()
+    row, col, rows = 0, 0, 1
+    for text in _tags(stream):
+        for closing, tag, attrs, empty in _ODS_TOKEN.findall(text):
+            if tag == b"table":
+                if closing:
+                    yield name, grid
+                else:
+                    found = _ODS_NAME.search(attrs)
+                    name = found.group(1).decode("utf-8", "replace") if found else ""
+                    grid, row = Grid(), 0
+            elif tag == b"table-row":
+                if closing:
+                    row += rows
+                else:
+                    repeated = _ODS_ROWS.search(attrs)
+                    rows, col = int(repeated.group(1)) if repeated else 1, 0
+                    if empty:
+                        row += rows
+            elif not closing:
+                repeated = _ODS_COLUMNS.search(attrs)
+                columns = int(repeated.group(1)) if repeated else 1
+                if not empty or b"office:value-type=" in attrs:
+                    grid.add(row, col)
+                    grid.add(row + rows - 1, col + columns - 1)
+                col += columns
 
 
 def measure(stream: io.BufferedIOBase) -> Grid:

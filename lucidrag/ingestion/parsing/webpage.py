@@ -48,6 +48,7 @@ def parse_html(data: bytes, ext: str = ".html") -> Document:
     if soup.head:
         soup.head.decompose()
     root = soup.body or soup
+    _flatten_deep(root, limits.MAX_HTML_DEPTH)
     converter = MarkdownConverter(
         heading_style="ATX", bullets="-", strip=["a", "img"], escape_underscores=False,
         escape_asterisks=False, escape_misc=False, table_infer_header=True,
@@ -57,3 +58,23 @@ def parse_html(data: bytes, ext: str = ".html") -> Document:
         raise ParseError(f"This {label} has no visible text (only scripts, styles or navigation).")
     metadata = {"title": title} if title else {}
     return Document(sections=tuple(markdown_sections(markdown)), format="html", metadata=metadata)
+
+
+def _flatten_deep(root, depth: int) -> None:  # noqa: ANN001 - a BeautifulSoup Tag
+    """Elements nested deeper than `depth` become the plain text they hold: the Markdown converter
+    recurses once per level (a page of 50,000 nested <div>s ended in RecursionError)."""
+    from bs4 import Tag
+
+    deep = []
+    stack = [(root, 0)]
+    while stack:
+        tag, level = stack.pop()
+        for child in tag.children:
+            if not isinstance(child, Tag):
+                continue
+            if level < depth:
+                stack.append((child, level + 1))
+            else:
+                deep.append(child)
+    for tag in deep:
+        tag.replace_with(tag.get_text())

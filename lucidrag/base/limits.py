@@ -44,10 +44,11 @@ OFFICE_MAX_XML_ELEMENTS = 2_500_000
 MAX_SHEET_CELLS = 4_000_000
 
 # Text formats (.txt .csv .md .html .json .jsonl …, zip members too) are refused by size before
-# they are decoded or parsed: more than MAX_DOCUMENT_CHARS × TEXT_MAX_BYTES_PER_CHAR bytes cannot be
-# fewer characters than MAX_DOCUMENT_CHARS in any encoding (UTF-8 takes at most 4 bytes per
-# character); once decoded, more than MAX_DOCUMENT_CHARS characters as written (markup included)
-# fails before the parser builds anything.
+# they are parsed: once decoded, more than MAX_DOCUMENT_CHARS × TEXT_MARKUP_ALLOWANCE characters as
+# written (a quarter more for JSON keys, HTML tags and Markdown marks: no upload LangBot accepts,
+# 10 MB, is refused before its text is counted) fails before the parser builds anything, and more
+# than TEXT_MAX_BYTES_PER_CHAR bytes per such character (UTF-8 takes at most 4) before decoding.
+TEXT_MARKUP_ALLOWANCE = 1.25
 TEXT_MAX_BYTES_PER_CHAR = 4
 # One file inside a zip unpacks to at most this: only text compresses well enough to be larger in a
 # 10 MB upload, and no text file this large fits in MAX_DOCUMENT_CHARS (40 MB = 10 M × 4 bytes).

@@ -91,22 +91,28 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     gives common characters), then chardet's weak guess / cp1252; last resort GB18030 with
     replacement characters, rejected if that leaves too much junk.
 
-    Past MAX_DOCUMENT_CHARS characters the file fails here, before any parser builds on it (and
-    past TEXT_MAX_BYTES_PER_CHAR times that many bytes, before it is even decoded)."""
-    if len(data) > limits.MAX_DOCUMENT_CHARS * limits.TEXT_MAX_BYTES_PER_CHAR:
+    Past the characters a file may hold before parsing (limits.TEXT_MARKUP_ALLOWANCE) it fails
+    here, before any parser builds on it (and past TEXT_MAX_BYTES_PER_CHAR times that many bytes,
+    before it is even decoded)."""
+    if len(data) > _max_chars() * limits.TEXT_MAX_BYTES_PER_CHAR:
         raise _too_many_chars(label, f"{len(data):,} bytes")
     return _within_limit(_decode(data, label, declared), label)
 
 
+def _max_chars() -> int:
+    return int(limits.MAX_DOCUMENT_CHARS * limits.TEXT_MARKUP_ALLOWANCE)
+
+
 def _too_many_chars(label: str, size: str) -> LimitExceeded:
     return LimitExceeded(
-        f"This {label} holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most LucidRAG "
-        f"indexes from one file (MAX_DOCUMENT_CHARS; it has {size} before parsing, markup included). "
-        "Split it into smaller files and upload them separately.")
+        f"This {label} has {size} before parsing, markup included: more than the {_max_chars():,} LucidRAG "
+        f"reads to index at most {limits.MAX_DOCUMENT_CHARS:,} characters of text from one file "
+        "(MAX_DOCUMENT_CHARS, and a quarter more for markup). Split it into smaller files and upload them "
+        "separately.")
 
 
 def _within_limit(text: str, label: str) -> str:
-    if len(text) > limits.MAX_DOCUMENT_CHARS:
+    if len(text) > _max_chars():
         raise _too_many_chars(label, f"{len(text):,} characters")
     return text
 

@@ -75,6 +75,7 @@ def _cases() -> dict[str, tuple[str, object]]:
         "json_100k_deep": ("deep.json", lambda: h.deep_json(100_000)),
         "txt_13m_chars": ("notes.txt", lambda: h.text_of_chars(13_000_000, "txt")),
         "jsonl_10m_chars": ("notes.jsonl", lambda: h.text_of_chars(10_000_000, "jsonl")),
+        "zip_9_texts_9.9m_chars": ("notes.zip", lambda: h.zip_of_texts(9, 1_100_000)),
         # The largest ordinary uploads (LangBot accepts 10 MB)
         "json_9.5mb": ("records.json", lambda: h.json_records(9.5)),
         "md_10mb": ("notes.md", lambda: h.markdown_paragraphs(9.9)),

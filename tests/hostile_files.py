@@ -469,3 +469,17 @@ def pdf_poster_page(points: int = 14_400) -> bytes:
     return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                  b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R >>" % (points, points),
                  b"<< /Length 20 >>\nstream\n0 0 0 rg 10 10 50 50 re f\nendstream"])
+
+
+def zip_of_texts(members: int, chars: int, seed: int = 7) -> bytes:
+    """`members` .txt files of `chars` characters of random words each (~3:1 compressed): a zip
+    near the characters limit and inside the ratio."""
+    rng = random.Random(seed)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for n in range(members):
+            words = " ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 9)))
+                             for _ in range(chars // 6))
+            lines = "\n".join(words[i:i + 80] for i in range(0, chars, 80))
+            archive.writestr(f"notes_{n}.txt", lines[:chars])
+    return buffer.getvalue()

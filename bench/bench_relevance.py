@@ -4,6 +4,7 @@
         [--models minilm,e5] [--queries 100] [--docs 400] [--foreign 100] [--modes vector,keyword,hybrid]
         [--rerank] [--dump FILE] [--patch MODULE.ATTR=VALUE ...]
     .venv-bench/bin/python bench/bench_relevance.py --latency 20000
+    python bench/bench_relevance.py --replay DUMP[,DUMP ...] [--bars ANSWER,KEYWORD | --cap 0.005]
 
 For every model and every KB collection: a subset of the collection (bench_retrieval.subsample:
 its real questions' judged documents plus seeded others) is uploaded through the real component
@@ -18,8 +19,9 @@ ships offline), it asks
   nothing.
 
 `--dump FILE` writes, per question, the candidate lists the relevance cut saw and each mode's
-uncut ranking, for replaying a rule offline. `--latency N` measures the engine time per question
-with the cut off and on, on N synthetic chunks (hash embedder).
+uncut ranking; `--replay` judges them again at other bars (or finds, with `--cap`, the highest bars
+that cost no row's own questions more than that), without a model. `--latency N` measures the
+engine time per question with the cut off and on, on N synthetic chunks (hash embedder).
 """
 
 from __future__ import annotations
@@ -225,21 +227,137 @@ async def run_kb(model: str, kb: str, args, embedder, recorder: Recorder, dump) 
                          recorder, dump)
 
 
+DUMPED_MODES = (("vector", {"search_mode": "vector"}), ("keyword", {"search_mode": "keyword"}),
+                ("hybrid", {"search_mode": "hybrid"}),
+                ("hybrid+rerank", {"search_mode": "hybrid", "rerank_model_uuid": "bench-rerank"}))
+
+
 async def dump_evidence(model: str, kb: str, queries, qrels, foreign, ask, recorder: Recorder, dump) -> None:
     """Per question: what the hybrid search saw (both lists) and each mode's ranking without a cut;
-    the vector and keyword modes' own evidence is a prefix of the hybrid lists."""
+    the vector and keyword modes' own evidence is a prefix of the hybrid lists, and a rerank model
+    reorders after the cut (the same verdict as hybrid)."""
     asked = [(kb, qid, q) for qid, q in queries.items()]
     asked += [(source, qid, q) for source, qs in foreign.items() for qid, q in qs.items()]
     for source, qid, question in asked:
         record: dict[str, Any] = {"model": model, "kb": kb, "source": source, "qid": qid}
-        for mode in ("vector", "keyword", "hybrid"):
-            ranked = await ask(question, {"search_mode": mode, "relevance_cut": "auto"},
-                               record if mode == "hybrid" else None)
+        for mode, settings in DUMPED_MODES:
+            ranked = await ask(question, {**settings, "relevance_cut": "auto"}, record if mode == "hybrid" else None)
             n, r, _ = metrics(ranked, qrels.get(qid, {}) if source == kb else {})
             record[mode] = {"ndcg": n, "recall": r}
         dump.write(json.dumps(record, ensure_ascii=False) + "\n")
     dump.flush()
     print(f"  {kb} / {model}: {len(asked)} questions dumped", file=sys.stderr, flush=True)
+
+
+def read_dumps(paths: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(model, KB) → its dumped questions; a later file's dump of a (model, KB) replaces an earlier one."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for path in paths:
+        mine: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                record = json.loads(line)
+                mine.setdefault((record["model"], record["kb"]), []).append(record)
+        groups.update(mine)
+    return groups
+
+
+def replay(groups: dict[tuple[str, str], list[dict[str, Any]]], answer_bar: float, keyword_bar: float) -> list[Row]:
+    """The rows `measure` would give at these bars, from dumped evidence: every question judged
+    again by relevance.judge, an emptied own question losing its uncut nDCG@10 and Recall@5."""
+    from lucidrag.retrieval import relevance
+
+    saved = relevance.ANSWER_BAR, relevance.KEYWORD_BAR
+    relevance.ANSWER_BAR, relevance.KEYWORD_BAR = answer_bar, keyword_bar
+    try:
+        rows = []
+        for (model, kb), records in sorted(groups.items()):
+            by_mode: dict[str, Row] = {}
+            for record in records:
+                e = record["evidence"]
+                cosines = tuple(e["cosines"][:relevance.DEPTH])
+                keyword = None if e["coverages"] is None else (tuple(e["coverages"][:relevance.DEPTH]),
+                                                                tuple(e["strengths"][:relevance.DEPTH]))
+                for mode, _ in DUMPED_MODES:
+                    if mode not in record:  # a dump older than its rerank ranking
+                        continue
+                    evidence = relevance.Evidence(() if mode == "keyword" else cosines, *(keyword or (None,)))
+                    answers = relevance.judge(evidence).answers
+                    row = by_mode.setdefault(mode, Row(model, kb, mode))
+                    if record["source"] == kb:
+                        row.real_queries += 1
+                        row.real_off_ndcg += record[mode]["ndcg"]
+                        row.real_off_recall += record[mode]["recall"]
+                        row.real_on_ndcg += record[mode]["ndcg"] if answers else 0.0
+                        row.real_on_recall += record[mode]["recall"] if answers else 0.0
+                        row.real_emptied += not answers
+                    else:
+                        emptied, asked = row.foreign.get(record["source"], (0, 0))
+                        row.foreign[record["source"]] = (emptied + (not answers), asked + 1)
+            for row in by_mode.values():
+                n = max(1, row.real_queries)
+                row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
+                row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
+                rows.append(row)
+        return rows
+    finally:
+        relevance.ANSWER_BAR, relevance.KEYWORD_BAR = saved
+
+
+def cost(row: Row) -> float:
+    """What the cut costs the row's own questions: the larger loss of nDCG@10 and Recall@5."""
+    return max(row.real_off_ndcg - row.real_on_ndcg, row.real_off_recall - row.real_on_recall)
+
+
+def foreign_share(rows: Sequence[Row]) -> float:
+    """The share of foreign questions emptied, each (row, source) weighing the same."""
+    shares = [e / n for r in rows for e, n in r.foreign.values() if n]
+    return sum(shares) / max(1, len(shares))
+
+
+def highest_bars(groups: dict[tuple[str, str], list[dict[str, Any]]], cap: float,
+                 step: float = 0.01) -> tuple[float, float]:
+    """The highest ANSWER_BAR, then the highest KEYWORD_BAR (on a `step` grid), at which no row
+    costs more than `cap`. A higher bar only ever empties more, so each is the best for its
+    modes (ANSWER_BAR: vector, hybrid, rerank; KEYWORD_BAR: keyword and a KB of few passages)."""
+    bars = [0.0, 0.0]
+    for which in (0, 1):
+        bar = 0.0
+        while True:
+            trial = list(bars)
+            trial[which] = round(bar + step, 4)
+            if any(cost(r) > cap for r in replay(groups, *trial)) or bar > 2.0:
+                break
+            bar = trial[which]
+        bars[which] = bar
+    return bars[0], bars[1]
+
+
+def replay_report(groups: dict[tuple[str, str], list[dict[str, Any]]], bars: str, cap: float) -> str:
+    """The table at the chosen bars; with `cap`, also each collection held out: the bars the
+    others allow and what they cost it (whether the pick is tuned to one collection)."""
+    from lucidrag.retrieval import relevance
+
+    if cap:
+        answer_bar, keyword_bar = highest_bars(groups, cap)
+    elif bars:
+        answer_bar, keyword_bar = (float(b) for b in bars.split(","))
+    else:
+        answer_bar, keyword_bar = relevance.ANSWER_BAR, relevance.KEYWORD_BAR
+    rows = replay(groups, answer_bar, keyword_bar)
+    lines = [f"ANSWER_BAR {answer_bar:.2f}, KEYWORD_BAR {keyword_bar:.2f}: worst own cost "
+             f"{max(map(cost, rows), default=0.0):.4f}, foreign questions emptied {100 * foreign_share(rows):.0f} % "
+             f"(mean of every row's sources)", "", table(rows)]
+    if cap:
+        lines.append("")
+        for kb in sorted({kb for _, kb in groups}):
+            others = {key: records for key, records in groups.items() if key[1] != kb}
+            allowed = highest_bars(others, cap)
+            held = replay({key: records for key, records in groups.items() if key[1] == kb}, *allowed)
+            lines.append(f"{kb} held out: the others allow bars {allowed[0]:.2f} / {allowed[1]:.2f}, costing it "
+                         f"{max(map(cost, held)):.4f}, emptying {100 * foreign_share(held):.0f} % of its foreign "
+                         "questions")
+    return "\n".join(lines)
 
 
 def row_text(row: Row) -> str:
@@ -324,9 +442,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dump", default="")
     parser.add_argument("--latency", type=int, default=0,
                         help="instead: engine time with the cut off and on, on this many synthetic chunks")
+    parser.add_argument("--replay", default="", help="instead: the table from --dump files (comma-separated; "
+                        "a later file's (model, KB) replaces an earlier one's), judged again")
+    parser.add_argument("--bars", default="", help="with --replay: ANSWER_BAR,KEYWORD_BAR (default: the code's)")
+    parser.add_argument("--cap", type=float, default=0.0,
+                        help="with --replay: instead of --bars, the highest bars costing no row more than this")
     args = parser.parse_args(argv)
     if args.latency:
         asyncio.run(latency(args.latency, 200))
+        return
+    if args.replay:
+        print(replay_report(read_dumps(args.replay.split(",")), args.bars, args.cap))
         return
     code = code_version()
     apply_patches(args.patch)

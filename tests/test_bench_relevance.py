@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.bench_relevance import Collection, measure, table
+from bench.bench_relevance import Collection, Recorder, cost, highest_bars, measure, read_dumps, replay, table
+from lucidrag.retrieval import relevance
 from tests.fakes import hash_embed
 
 
@@ -13,7 +14,7 @@ def _embed(texts: list[str]) -> list[list[float]]:
     return [hash_embed(t) for t in texts]
 
 
-def test_own_questions_keep_their_answers_and_unrelated_ones_get_nothing():
+def _collection() -> Collection:
     corpus = {f"d{i}": (f"Bracket PX-{100 + i}", f"Bracket PX-{100 + i} holds shelf number {i} on rail {i % 3}. "
                         f"It is rated for {10 + i} kilograms and made of steel grade S{200 + i}.")
               for i in range(30)}
@@ -22,12 +23,37 @@ def test_own_questions_keep_their_answers_and_unrelated_ones_get_nothing():
     foreign = {"rivers": {f"r{i}": question for i, question in enumerate((
         "Which river flows through the old town of Prague?", "When did the Danube last freeze over completely?",
         "Why do salmon swim upstream to spawn?", "Where does the Amazon meet the Atlantic ocean?"))}}
-    rows = asyncio.run(measure(Collection("hash", "brackets", corpus, queries, qrels, foreign),
-                               _embed, _embed, ("vector", "keyword", "hybrid"), rerank=True))
+    return Collection("hash", "brackets", corpus, queries, qrels, foreign)
+
+
+def test_own_questions_keep_their_answers_and_unrelated_ones_get_nothing():
+    rows = asyncio.run(measure(_collection(), _embed, _embed, ("vector", "keyword", "hybrid"), rerank=True))
     assert [r.mode for r in rows] == ["vector", "keyword", "hybrid", "hybrid+rerank"]
     for row in rows:
         assert row.real_queries == 10 and row.real_emptied == 0
         assert row.real_on_ndcg == row.real_off_ndcg > 0.5  # the hash embedder ranks codes roughly
-        assert row.foreign == {"rivers": (4, 4)}
+        # the hash embedder has no meaning: its collisions lift one river question a quarter above
+        # the background, past ANSWER_BAR, where no word of it backs it (vector modes only)
+        assert row.foreign == {"rivers": (4 if row.mode == "keyword" else 3, 4)}
     text = table(rows)
-    assert text.count("\n") == len(rows) + 1 and "rivers 100 %" in text
+    assert text.count("\n") == len(rows) + 1 and "rivers 100 %" in text and "rivers 75 %" in text
+
+
+def test_a_replayed_dump_gives_the_rows_the_benchmark_measures_and_the_highest_bars_within_a_cap(tmp_path, monkeypatch):
+    modes = ("vector", "keyword", "hybrid")
+    measured = asyncio.run(measure(_collection(), _embed, _embed, modes, rerank=True))
+    monkeypatch.setattr(relevance, "gather", relevance.gather)  # Recorder.install replaces both
+    monkeypatch.setattr(relevance, "judge", relevance.judge)
+    recorder = Recorder()
+    recorder.install()
+    with open(tmp_path / "dump.jsonl", "w", encoding="utf-8") as dump:
+        asyncio.run(measure(_collection(), _embed, _embed, modes, rerank=True, recorder=recorder, dump=dump))
+    monkeypatch.undo()
+    groups = read_dumps([str(tmp_path / "dump.jsonl")])
+    assert table(replay(groups, relevance.ANSWER_BAR, relevance.KEYWORD_BAR)) == table(measured)
+
+    assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, 0.0, 0.0))  # no bar: nothing cut
+    answer_bar, keyword_bar = highest_bars(groups, cap=0.005)
+    assert max(map(cost, replay(groups, answer_bar, keyword_bar))) <= 0.005
+    assert max(map(cost, replay(groups, answer_bar + 0.01, keyword_bar))) > 0.005
+    assert max(map(cost, replay(groups, answer_bar, keyword_bar + 0.01))) > 0.005

@@ -282,10 +282,12 @@ class KbCore:
         touched, in this process (ABORTED, not failed: it ends DELETED) or after a restart
         (JOURNALLED). Returns whether the entry is durable; if not, nothing changed."""
         async with holding(self.lock):
-            if not await store.write_journal(JournalEntry(file_id, 0)):
+            dim = await self._dim_of_writes(store, file_id)  # (a first write's, which its removal needs)
+            if not await store.write_journal(JournalEntry(file_id, 0, dim)):
                 return False
             self.files.journal_deleted(file_id)
             self.files.move(file_id, FileState.ABORTED)
+            self.files.set_first_write_dim(file_id, dim)
             return True
 
     async def _clear_journal(self, store: KbStore, file_id: str) -> None:

@@ -666,6 +666,12 @@ REGRESSIONS.update({
              kill_at=1.0964707132599172),
         Step([('delete', 1)], slow=0.5), Step([('retrieve', 1, 'hybrid', 'none')], restart=True),
         Step([('delete', 1)])], creation_outage=True, jitter_s=0.008),
+    # a failed first upload on a slow host left its vectors (they landed late) and its entry with
+    # their dimension; the next process's delete (the collection unknown) rewrote the entry without
+    # it, and the restart after took the entry for one that never wrote: the vectors stayed (682)
+    "delete-later-keeps-the-first-writes-dimension-682": History(682, 'milvus', [
+        Step([('create_kb', 0)], storage=1.0, landed=0.3), Step([('ingest', 0, 'medium', 0)], lost=0.5, slow=1.0, restart=True),
+        Step([('delete', 0)], storage=0.3)], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

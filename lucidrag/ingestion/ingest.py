@@ -42,7 +42,6 @@ from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import calibrate
-from lucidrag.vectors.vectorscan import stored_ids
 
 logger = logging.getLogger(__name__)
 
@@ -253,9 +252,11 @@ def _completion_mark(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
     """What writes a held-back chunk-0 vector (`_write_vectors`): whether it is stored. A write
     whose answer was lost is looked for once (not in a collection that may not exist)."""
     chunk = record.chunks[0]
+    dim = int(vectors.shape[1])
+    lost = LostAnswers()  # an attempt of this write whose answer was lost
 
     def upsert() -> Awaitable[None]:
-        return with_retries(lambda: send(state.files, record.file_id, int(vectors.shape[1]), lambda: host.vector_upsert(
+        return with_retries(lambda: send(lost, record.file_id, dim, lambda: host.vector_upsert(
             collection_id=request.collection_id, vectors=[vectors[0].tolist()], ids=[chunk.chunk_id],
             metadata=[chunk.metadata(record.format)], documents=[chunk.text])))
 
@@ -264,12 +265,13 @@ def _completion_mark(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
             await _first_or_later_write(state, store, upsert, first=state.fresh)
             return True
         except Exception as error:  # noqa: BLE001 - the commit fails (the caller rolls back)
-            if not answer_lost(error) or state.fresh:
-                return False
-        try:
-            return chunk.chunk_id in await with_retries(lambda: stored_ids(host, request.collection_id, [chunk.chunk_id]))
-        except Exception:  # noqa: BLE001 - unknown: the commit fails
-            return False
+            # LangBot does a write whose answer was lost (it never cancels a call the plugin gave
+            # up on): the file will be complete, so it commits (a restart waits for such writes
+            # before it judges a file incomplete); only a write refused every time did nothing
+            return lost.lost or answer_lost(error)
+        finally:
+            if lost.lost:
+                state.files.unanswered(record.file_id, dim)
     return write
 
 

@@ -10,6 +10,7 @@ before the record could go). Such a record is no answer, and the file is removed
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -141,6 +142,9 @@ class FileReads(KbCore):
                 self.files.forget(file_id)  # deleted while the index snapshot lagged
             return None
         if not any(str(item.get("id")) == first for item in items):
+            if time.monotonic() < self.previous_writes_until and unread is not None:
+                unread.add(file_id)  # the previous process's last writes may still land: judged later
+                return None
             if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
                     and file_id not in self.index):
                 self.files.move(file_id, FileState.ABORTED)

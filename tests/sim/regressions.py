@@ -672,9 +672,34 @@ REGRESSIONS.update({
     "delete-later-keeps-the-first-writes-dimension-682": History(682, 'milvus', [
         Step([('create_kb', 0)], storage=1.0, landed=0.3), Step([('ingest', 0, 'medium', 0)], lost=0.5, slow=1.0, restart=True),
         Step([('delete', 0)], storage=0.3)], jitter_s=0.008),
+    # the commit's write of a held-back chunk-0 vector lost its answer on a slow host, a retry was
+    # refused: the upload FAILED and rolled back, then the first attempt landed, and the restart
+    # adopted the failed file from its now complete vectors (seed 2361). Now a write of it whose
+    # answer was lost counts as done (LangBot never cancels it), and a restart judges a file
+    # without chunk 0 only once the previous process's writes can no longer land.
+    "held-back-chunk-0-lands-after-the-rollback-2361": History(2361, 'chroma', [Step([('create_kb', 0)]), Step([('ingest', 0, 'medium', 0)], storage=0.5, outage=('delete', 'get_keys', 'set'), landed=0.3), Step([('retrieve', 0, 'hybrid', 'none'), ('ingest', 0, 'bad', 0)], outage=('delete', 'get_keys', 'set'), landed=0.3), Step([('delete', 0)], landed=0.3), Step([('retrieve', 0, 'vector', 'none')], restart=True, outage=('delete', 'get', 'set'), landed=0.3), Step([('retrieve', 0, 'vector', 'none'), ('ingest', 2, 'medium', 0)]), Step([('retrieve', 1, 'vector', 'none'), ('retrieve', 0, 'keyword', 'file')], lost=0.2, restart=True), Step([('ingest', 3, 'bad', 0)], storage=0.5, vectors=0.2, landed=0.3), Step([('create_kb', 1), ('ingest', 4, 'small', 0)]), Step([('ingest', 5, 'small', 0), ('ingest', 6, 'medium', 0)], restart=True, outage=('get_keys',), landed=0.3), Step([('ingest', 2, 'bad', 0), ('ingest', 7, 'small', 1)], vectors=0.2, slow=0.5)], writes_fail=True, jitter_s=0.008),
+    # Open (OPEN_DEFECTS): two faults of one kind -- the vector DB refuses, or answers late, the
+    # removal of what a failed upload left while plugin storage takes no write, and nothing
+    # durable can say the file failed -- found by the 5,000-seed run at a2482c0.
+    "failed-reupload-removal-refused-on-storage-taking-no-write-2361": History(2361, 'chroma', [Step([('create_kb', 0)]), Step([('ingest', 0, 'medium', 0), ('ingest', 1, 'small', 0)], storage=0.5, outage=('delete', 'get_keys', 'set'), landed=0.3), Step([('retrieve', 0, 'hybrid', 'none'), ('ingest', 0, 'bad', 0)], lost=0.5, outage=('delete', 'get_keys', 'set'), landed=0.3), Step([('delete', 0)], landed=0.3), Step([('retrieve', 0, 'vector', 'none')], restart=True, outage=('delete', 'get', 'set'), landed=0.3), Step([('retrieve', 0, 'vector', 'none'), ('ingest', 2, 'medium', 0)]), Step([('retrieve', 1, 'vector', 'none'), ('retrieve', 0, 'keyword', 'file'), ('delete', 1)], lost=0.2, restart=True), Step([('ingest', 3, 'bad', 0)], storage=0.5, vectors=0.2, landed=0.3), Step([('create_kb', 1), ('ingest', 4, 'small', 0)]), Step([('ingest', 5, 'small', 0), ('ingest', 6, 'medium', 0)], restart=True, outage=('get_keys',), landed=0.3), Step([('ingest', 2, 'bad', 0), ('ingest', 7, 'small', 1)], vectors=0.2, slow=0.5)], writes_fail=True, jitter_s=0.008),
+    "probe-of-a-failed-upload-stays-when-storage-refuses-everything-1948": History(1948, 'milvus', [
+        Step([('ingest', 0, 'bad', 0)]), Step([('ingest', 1, 'bad', 0)]),
+        Step([('retrieve', 1, 'hybrid', 'none'), ('ingest', 2, 'small', 0)], restart=True),
+        Step([('retrieve', 2, 'hybrid', 'none')], slow=1.0, kill_at=1.3348448830854711), Step([('ingest', 3, 'small', 0)]),
+        Step([('delete', 2), ('ingest', 4, 'bad', 0)], restart=True), Step([('ingest', 6, 'bad', 0)], storage=1.0),
+        Step([('ingest', 6, 'bad', 0)], storage=1.0, slow=0.2),
+        Step([('retrieve', 1, 'hybrid', 'file'), ('ingest', 7, 'medium', 0)], storage=0.5, kill_after=18)], jitter_s=0.008),
 })
 
-OPEN_DEFECTS: dict[str, str] = {}
+OPEN_DEFECTS: dict[str, str] = {
+    "failed-reupload-removal-refused-on-storage-taking-no-write-2361":
+        "plugin storage takes no write and the vector DB refuses a failed re-upload's removal of the earlier "
+        "version: after a restart, the vector DB is all that names the file, and the earlier version is adopted",
+    "probe-of-a-failed-upload-stays-when-storage-refuses-everything-1948":
+        "plugin storage refuses every call while a failed upload removes a possible earlier version on a KB "
+        "whose collection is unknown: the probe vector it writes lands after its delete (or the process dies "
+        "first), and nothing durable names it",
+}
 
 # Violations of the random histories that open defects explain (regular expressions over the
 # violation's text -> the defect): tests/sim/test_sim.py lets them pass and fails on any other.

@@ -146,7 +146,6 @@ class QueryLog:
         self._last_write: float | None = None
         self._lock = asyncio.Lock()
         self.loaded = False
-        self.load_failed = False  # the last try to read the stored blocks failed
         self.closed = False  # the KB is being deleted: nothing more is written
 
     # ---------------------------------------------------------------- in memory
@@ -254,7 +253,6 @@ class QueryLog:
         try:
             stored = await run_bounded(lambda n=n: read(n) for n in numbers)
         except StorageReadFailed as error:
-            self.load_failed = True
             raise QueryLogStorageFailed(f"plugin storage did not read kb {self.kb_id}'s query log ({error}); "
                                         "a later request tries again") from error
         blocks: list[_Block] = []
@@ -276,7 +274,7 @@ class QueryLog:
             return False
         self._blocks = blocks + self._blocks
         self._next_number = max([self._next_number, *(n + 1 for n in numbers)])
-        self.loaded, self.load_failed = True, False
+        self.loaded = True
         pending, self._pending = self._pending, []
         for entry, encoded in pending:
             self._append(entry, encoded)

@@ -9,6 +9,8 @@ import random
 import string
 import zipfile
 
+from tests import samples
+
 
 def long_line(chars: int, *, cjk: bool = False, seed: int = 7) -> bytes:
     """One line of `chars` characters without whitespace or punctuation (Latin or CJK)."""
@@ -130,7 +132,6 @@ def jsonl_lines(lines: int) -> bytes:
 
 def docx_xml_bomb(paragraphs: int) -> bytes:
     """A real .docx whose document.xml holds `paragraphs` tiny paragraphs: it compresses ~300×."""
-    from tests import samples
 
     source = zipfile.ZipFile(io.BytesIO(samples.docx_bytes()))
     buffer = io.BytesIO()
@@ -244,36 +245,12 @@ def xlsx_sparse_unusual_xml(last_cell: str = "XFD1048576") -> bytes:
 def pdf_shared_content(pages: int = 8, operators: int = 100_000) -> bytes:
     """A PDF whose `pages` pages all draw one compressed content stream of `operators` text
     operators (~10 KB on disk; PDFium runs it once per page, ~1.5 s each)."""
-    import zlib
-
-    content = b"BT /F1 10 Tf 1 TL 10 700 Td " + b"(Lorem ipsum dolor sit amet ) ' " * operators + b"ET"
-    stream = zlib.compress(content, 9)
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
-               + b"] /Count %d >>" % pages,
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
-    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-                b"/Contents 4 0 R >>"] * pages
-    return _pdf(objects)
+    return samples.shared_content_pdf(pages, operators)
 
 
 def pdf_many_pages(pages: int = 6000) -> bytes:
     """`pages` pages sharing one tiny content stream: a few hundred KB."""
     return pdf_shared_content(pages, 1)
-
-
-def _pdf(objects: list[bytes]) -> bytes:
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def json_records(megabytes: float, seed: int = 7) -> bytes:
@@ -405,7 +382,6 @@ def docx_empty_paragraphs(paragraphs: int = 5_000_000) -> bytes:
     random picture to stay inside the 100× ratio); python-docx holds ~130 bytes per element."""
     import os
 
-    from tests import samples
 
     source = zipfile.ZipFile(io.BytesIO(samples.docx_bytes()))
     xml = source.read("word/document.xml").decode()
@@ -466,7 +442,7 @@ def text_of_chars(chars: int, fmt: str) -> bytes:
 def pdf_poster_page(points: int = 14_400) -> bytes:
     """One page of `points` × `points` (14,400: 200 inches, the most PDF allows) with no text: it
     is rendered for OCR."""
-    return _pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    return samples.pdf_of_objects([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                  b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R >>" % (points, points),
                  b"<< /Length 20 >>\nstream\n0 0 0 rg 10 10 50 50 re f\nendstream"])
 

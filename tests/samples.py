@@ -256,6 +256,11 @@ def shared_content_pdf(pages: int, operators: int) -> bytes:
                b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream"]
     objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
                 b"/Contents 4 0 R >>"] * pages
+    return pdf_of_objects(objects)
+
+
+def pdf_of_objects(objects: list[bytes]) -> bytes:
+    """A PDF file of these object bodies (numbered from 1; object 1 the catalog) with its xref table."""
     out, offsets = bytearray(b"%PDF-1.7\n"), []
     for number, body in enumerate(objects, start=1):
         offsets.append(len(out))

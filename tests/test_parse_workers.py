@@ -211,6 +211,9 @@ async def test_workers_start_when_the_plugins_root_is_not_on_sys_path(
 
 async def test_a_worker_is_replaced_after_its_jobs_and_when_it_died_idle(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(isolation, "read_upload", worker_readers.pid)
+    # fresh workers: one that ran an earlier test's jobs would reach RECYCLE_JOBS early (and whether
+    # its lane counts the second job before or after the limit drops below is a race)
+    workers.shutdown_workers()
 
     async def worker_pid() -> int:
         return int((await isolation.parse_upload(b"x", "pid.txt", "", OTHER)).text)

@@ -256,15 +256,17 @@ class Console:
         top_k = _number(body.get("top_k"), SEARCH_TOP_K, 1, MAX_TOP_K)
         settings = await load_creation_settings(self.host, ref.kb_id) or {}
         model = str(settings.get("embedding_model_uuid") or "")
-        # Without a known embedding model only the keyword half can run; chunking settings play no
-        # part in retrieval, so a KB created with invalid ones can still be searched.
+        # Without a known embedding model only the keyword half can run, and nothing can judge
+        # whether a passage answers (the relevance cut weighs the vector search too); chunking
+        # settings play no part in retrieval, so a KB created with invalid ones can still be searched.
         mode = "hybrid" if model else "keyword"
         try:
             hits = await self.engine.retrieve(
                 self.host, self.installation_id, ref.kb_id, ref.kb_id, query,
                 {"embedding_model_uuid": model or "unknown"},
                 # the source line is shown beside the passage (title, citation), not in it
-                {"top_k": top_k, "search_mode": mode, "context_window": 0, "source_line": False}, None,
+                {"top_k": top_k, "search_mode": mode, "context_window": 0, "source_line": False,
+                 "relevance_cut": "auto" if model else "off"}, None,
                 log=False)
         except LucidRagError as error:
             raise ConsoleError(str(error)) from error

@@ -1,6 +1,7 @@
 """A question no file of the knowledge base answers gets no passages (retrieval/relevance.py), in
 every search mode, with and without a rerank model, whatever the embedding model's baseline; a
-question a file answers still gets it; `score_threshold` still works; the cut costs no host call."""
+question a file answers still gets it; `score_threshold` still works; the cut costs no host call
+in vector and hybrid mode, and keyword mode's one embedding and search."""
 
 from __future__ import annotations
 
@@ -114,8 +115,11 @@ def overlap_rerank(query: str, documents: list[str]) -> list[float]:
     return [len(words & set(re.findall(r"[a-z]+", d.lower()))) / max(1, len(words)) for d in documents]
 
 
-async def office_kb(baseline: float, rerank: bool) -> tuple[FakePlugin, Harness]:
-    host = FakePlugin(embed=model_like(baseline))
+async def office_kb(baseline: float, rerank: bool,
+                    meaning: dict[str, str] | None = None) -> tuple[FakePlugin, Harness]:
+    """The office KB; `meaning` maps a question to what the embedding model reads in it."""
+    embed = model_like(baseline)
+    host = FakePlugin(embed=lambda text: embed((meaning or {}).get(text, text)))
     host.rerank_fn = overlap_rerank if rerank else None
     harness = Harness(host)
     for name, text in {**FILES, **NOTES}.items():
@@ -142,6 +146,45 @@ async def test_an_unanswered_question_gets_nothing_and_an_answered_one_its_passa
     assert await answer(harness, UNANSWERED_SHARING_WORDS, **settings) == []
     results = await answer(harness, ANSWERED, **settings)
     assert results and results[0].metadata["file_id"] == ANSWER_FILE
+
+
+# Its only word in the knowledge base is "lobby" (onboarding: "meet your buddy in the lobby"), which
+# few passages hold, so the keyword search alone ranks that passage first by a clear lead.
+PASSING_WORD = "Is the electric kettle warranty valid in the lobby?"
+
+
+@pytest.mark.parametrize("rerank", [False, True], ids=["no-rerank", "rerank"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_question_that_shares_only_a_passing_word_gets_nothing_in_every_mode(mode, rerank):
+    """The model reads the question as being about a kettle's warranty, which no passage is about:
+    its best passage does not stand out, the words that make it specific occur nowhere, and the two
+    searches do not agree on a passage. Keyword mode judges by the same evidence (it asks the vector
+    search too), not by the lobby passage's lead in the keyword list alone."""
+    _, harness = await office_kb(0.5, rerank, meaning={PASSING_WORD: "electric kettle warranty period"})
+    settings = {"search_mode": mode, **({"rerank_model_uuid": "rr"} if rerank else {})}
+    assert await answer(harness, PASSING_WORD, **settings) == []
+    assert len(await answer(harness, PASSING_WORD, **settings, relevance_cut="off")) >= 1
+    results = await answer(harness, ANSWERED, **settings)
+    assert results and results[0].metadata["file_id"] == ANSWER_FILE
+
+
+async def test_keyword_mode_asks_the_vector_search_only_for_the_cut():
+    host, harness = await office_kb(0.1, rerank=False)
+    await answer(harness, ANSWERED, search_mode="keyword")  # the KB's state is loaded
+    for cut, asked in (("auto", {"invoke_embedding": 1, "vector_search": 1}), ("off", {})):
+        before = host.calls.copy()
+        results = await answer(harness, ANSWERED, search_mode="keyword", relevance_cut=cut)
+        assert results and results[0].metadata["file_id"] == ANSWER_FILE
+        calls = {k: v for k, v in (host.calls - before).items() if not k.endswith("plugin_storage")}
+        assert calls == asked
+
+
+async def test_keyword_mode_judges_by_the_words_alone_when_the_embedding_model_fails():
+    host, harness = await office_kb(0.1, rerank=False)
+    host.fail("invoke_embedding")
+    results = await answer(harness, ANSWERED, search_mode="keyword")
+    assert results and results[0].metadata["file_id"] == ANSWER_FILE
+    assert await answer(harness, UNANSWERED, search_mode="keyword") == []
 
 
 async def test_no_constant_score_would_do_for_both_models():
@@ -201,6 +244,25 @@ def test_the_stand_out_is_the_same_for_any_baseline():
     for baseline in (0.0, 0.3, 0.8):
         shifted = tuple(baseline + (1 - baseline) * c for c in cosines)
         assert Evidence(shifted, ()).stand_out == pytest.approx(Evidence(cosines, ()).stand_out)
+
+
+def test_both_searches_ranking_one_passage_first_counts_for_it():
+    """The same stand-out and coverage: answered when the vector and keyword lists rank the same
+    passage first, not when each finds its own; and not when the keyword list's order is a tie of
+    twenty passages that each hold one common word."""
+    cosines = tuple(0.60 - 0.002 * i for i in range(DEPTH))  # stands out by 0.1: not enough alone
+    vector_ids = tuple(f"v{i}" for i in range(DEPTH))
+    clear = (4.0,) + (1.0,) * (DEPTH - 1)
+    coverages = (0.2,) * DEPTH
+
+    def evidence(keyword_ids: tuple[str, ...], strengths: tuple[float, ...]) -> Evidence:
+        return Evidence(cosines, coverages, strengths, vector_ids, keyword_ids)
+    agreeing = ("v0",) + tuple(f"k{i}" for i in range(1, DEPTH))
+    assert evidence(agreeing, clear).agreement == 1.0
+    assert judge(evidence(agreeing, clear)).answers
+    assert not judge(evidence(tuple(f"k{i}" for i in range(DEPTH)), clear)).answers
+    assert not judge(evidence(agreeing, (1.0,) * DEPTH)).answers  # a tie: the order says nothing
+    assert evidence(("k0", "k1", "v3") + agreeing[3:], clear).agreement == pytest.approx(2 / (2 + 3 + 2))
 
 
 def test_a_kb_too_small_for_a_background_is_judged_by_its_words():

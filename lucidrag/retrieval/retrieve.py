@@ -156,8 +156,9 @@ async def retrieve(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,
         vector = await _vector_candidates(searcher, state, embedder, request, pool, found)
     if use_keyword:
         keyword = await _keyword_candidates(selector, state, request, pool, found)
-    if settings.relevance_cut == "auto" and not await _answers(selector, state, request, vector,
-                                                               keyword if use_keyword else None, found):
+    if settings.relevance_cut == "auto" and not await _answers(
+            host, selector, state, embedder, request, None if mode == "keyword" else vector,
+            keyword if use_keyword else None, found, pool):
         return []  # no passage answers the question: the bot is told nothing
     if mode == "hybrid" and use_keyword:
         ranked = diversify(fuse(vector, by_coverage(keyword), settings.vector_weight), found.file_of,
@@ -217,13 +218,17 @@ async def _hits(host: HostApi, state: KnowledgeBaseState, request: RetrieveReque
     return hits
 
 
-async def _answers(selector: Selector, state: KnowledgeBaseState, request: RetrieveRequest,
-                   vector: list[Candidate], keyword: list[Candidate] | None, found: _Found) -> bool:
-    """The relevance cut (retrieval/relevance.py) on the candidates found (`keyword` None: the
-    keyword index was not searched). Vector mode asks the keyword index too, for the question's
-    words (its best relevance.DEPTH chunks: CPU only, no host call), unless it is still being read."""
+async def _answers(host: HostApi, selector: Selector, state: KnowledgeBaseState, embedder: Embedder,
+                   request: RetrieveRequest, vector: list[Candidate] | None, keyword: list[Candidate] | None,
+                   found: _Found, pool: int) -> bool:
+    """The relevance cut (retrieval/relevance.py) on the candidates found (None: that search was
+    not run). Vector mode asks the keyword index too, for the question's words (its best
+    relevance.DEPTH chunks: CPU only, no host call), unless it is still being read; keyword mode
+    asks the vector search (one embedding call and one search, as vector mode's)."""
     if keyword is None and state.loaded and not state.indexing:
         keyword = await _keyword_candidates(selector, state, request, relevance.DEPTH, found)
+    if vector is None:
+        vector = await _vector_evidence(host, selector, state, embedder, request, pool, found)
     best = max(vector, key=lambda c: c.score, default=None)
     if best is not None and found.file_of.get(best.chunk_id) not in state.index:
         keyword = None  # the best passage's file is not indexed (e.g. adopted from its vectors): no word evidence
@@ -232,6 +237,19 @@ async def _answers(selector: Selector, state: KnowledgeBaseState, request: Retri
         logger.debug("kb=%s: no passage answers the question (stands out %s, coverage %s)", request.kb_id,
                      verdict.stand_out, verdict.coverage)
     return verdict.answers
+
+
+async def _vector_evidence(host: HostApi, selector: Selector, state: KnowledgeBaseState, embedder: Embedder,
+                           request: RetrieveRequest, pool: int, found: _Found) -> list[Candidate]:
+    """Keyword mode's vector candidates, for the relevance cut only; where the embedding model or
+    the vector database fails, none (the question is then judged by its words alone)."""
+    searcher = LocalFilterHost(host, selector) if request.where else host
+    try:
+        return await _vector_candidates(searcher, state, embedder, request, pool, found)
+    except (EmbeddingFailure, VectorStoreFailure) as error:
+        logger.warning("kb=%s: the relevance cut could not ask the vector search (%s); the question is judged by "
+                       "its words alone", request.kb_id, error)
+        return []
 
 
 async def _vector_candidates(host: HostApi, state: KnowledgeBaseState, embedder: Embedder,

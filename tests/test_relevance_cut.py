@@ -263,6 +263,10 @@ def test_both_searches_ranking_one_passage_first_counts_for_it():
     assert not judge(evidence(tuple(f"k{i}" for i in range(DEPTH)), clear)).answers
     assert not judge(evidence(agreeing, (1.0,) * DEPTH)).answers  # a tie: the order says nothing
     assert evidence(("k0", "k1", "v3") + agreeing[3:], clear).agreement == pytest.approx(2 / (2 + 3 + 2))
+    # a lead of a quarter over the DEPTH-th is a clear order: the agreement counts in full
+    weak = Evidence(tuple(0.52 - 0.001 * i for i in range(DEPTH)), (0.05,) * DEPTH, (1.0,) * (DEPTH - 1) + (0.75,),
+                    vector_ids, agreeing)
+    assert weak.stand_out < 0.05 and judge(weak).answers
 
 
 def test_a_kb_too_small_for_a_background_is_judged_by_its_words():

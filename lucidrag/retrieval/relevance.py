@@ -19,14 +19,14 @@ knowledge base itself, from the candidates the searches have found:
   + its rank in the keyword list), ranks from 0, for the passage both lists rank best (1: both put
   it first; 0: no passage in both lists' first DEPTH). The meaning and the words of a question
   this KB answers point at the same passage; for an unrelated question each search finds its own
-  nearest noise. It counts as far as the keyword list has an order at all (times the BM25
-  stand-out below): twenty passages that each hold one common word of the question tie, and which
-  of them comes first says nothing;
+  nearest noise. It counts in full when the keyword list has an order (its best leads the DEPTH-th
+  by CLEAR_LEAD of the BM25 stand-out below or more), less in a near-tie: twenty passages that each
+  hold one common word of the question tie, and which of them comes first says nothing;
 * how far the best BM25 match stands out from the DEPTH-th best (`keyword_stand_out`; the DEPTH-th
   counts as 0 when fewer chunks hold any of the question's terms).
 
-A question is answered when stand_out + coverage + AGREEMENT_WEIGHT × agreement × keyword_stand_out
-reaches ANSWER_BAR. Without a stand-out (fewer than DEPTH passages to compare, e.g. a small KB whose
+A question is answered when stand_out + coverage + AGREEMENT_WEIGHT × agreement × min(1,
+keyword_stand_out / CLEAR_LEAD) reaches ANSWER_BAR. Without a stand-out (fewer than DEPTH passages to compare, e.g. a small KB whose
 passages may all answer; keyword mode when the vector search fails) it is answered when coverage +
 half the BM25 stand-out reaches KEYWORD_BAR. Else it gets no passages (docs/BENCHMARKS.md,
 "Questions the knowledge base cannot answer"). Keyword mode asks the vector search for this
@@ -48,9 +48,10 @@ DEPTH = 20
 # than 0.005 nDCG@10 or Recall@5 in any mode, with MiniLM or multilingual-e5 (bench_relevance.py
 # --replay --cap 0.005; one step higher empties an answered SciFact claim and a MedQuAD question;
 # each collection held out, the others give it the same bar): the questions a KB answers come
-# first, at the price of about half of the unrelated questions still getting passages.
-ANSWER_BAR = 0.33
+# first, at the price of most unrelated questions still getting passages.
+ANSWER_BAR = 0.34
 AGREEMENT_WEIGHT = 0.5
+CLEAR_LEAD = 0.25
 # Keyword evidence alone (measured in keyword mode before it asked the vector search: the highest
 # bar costing no collection's own questions more than 0.005).
 KEYWORD_BAR = 0.29
@@ -123,6 +124,6 @@ def judge(evidence: Evidence) -> Verdict:
     elif stand_out is None:  # keyword mode, or too few passages to compare
         answers = coverage + KEYWORD_STAND_OUT_WEIGHT * evidence.keyword_stand_out >= KEYWORD_BAR
     else:
-        agreement = evidence.agreement * evidence.keyword_stand_out
+        agreement = evidence.agreement * min(1.0, evidence.keyword_stand_out / CLEAR_LEAD)
         answers = stand_out + coverage + AGREEMENT_WEIGHT * agreement >= ANSWER_BAR
     return Verdict(answers, stand_out, coverage)

@@ -19,7 +19,10 @@ from tests.conftest import Harness
 from tests.test_state_runtime import restarted
 
 KB = "kb-budgets"
-TIMEOUT = {"ingest": 1200.0, "retrieve": 1.0, "delete": 0.6, "create": 0.6, "kb_delete": 0.6}
+# LangBot's 30-60 s shortened to 3 s: the plugin's reserve (budget.HOOK_RESERVE, 20 %) is then 0.6 s,
+# what a busy 2-core machine may take to run the hook again once its time is up (at 0.6 s timeouts,
+# a 0.12 s reserve, the hook overran by up to 0.23 s there)
+TIMEOUT = {"ingest": 1200.0, "retrieve": 3.0, "delete": 3.0, "create": 3.0, "kb_delete": 3.0}
 MANUAL = "\n\n".join(f"Pump P-{i} needs its seal replaced every {i * 100} hours." for i in range(40)).encode()
 TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
 

@@ -113,7 +113,7 @@ async def test_an_upload_returns_its_result_when_plugin_storage_hangs(harness: H
     monkeypatch.setattr(failures, "OUTCOME_TIMEOUT_S", 0.2)
     host.fail("vector_upsert", error=RuntimeError("disk full"))
     host.hang("set_plugin_storage", when=lambda key, **_: "/failed/" in key)
-    result = await asyncio.wait_for(harness.ingest(KB, "a.txt", b"Some words."), 10)
+    result = await asyncio.wait_for(harness.ingest(KB, "a.txt", b"Some words."), 60)
     assert result.status.value == "failed" and "disk full" in result.error_message
 
 

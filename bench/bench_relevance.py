@@ -4,7 +4,7 @@
         [--models minilm,e5] [--queries 100] [--docs 400] [--foreign 100] [--modes vector,keyword,hybrid]
         [--rerank] [--dump FILE] [--patch MODULE.ATTR=VALUE ...]
     .venv-bench/bin/python bench/bench_relevance.py --latency 20000
-    python bench/bench_relevance.py --replay DUMP[,DUMP ...] [--bar ANSWER_BAR | --cap 0.005]
+    python bench/bench_relevance.py --replay DUMP[,DUMP ...] [--bars ANSWER,KEYWORD_MODE | --cap 0.005]
 
 For every model and every KB collection: a subset of the collection (bench_retrieval.subsample:
 its real questions' judged documents plus seeded others) is uploaded through the real component
@@ -19,8 +19,8 @@ ships offline), it asks
   nothing.
 
 `--dump FILE` writes, per question, the candidate lists the relevance cut saw and each mode's
-uncut ranking; `--replay` judges them again at another ANSWER_BAR (or finds, with `--cap`, the
-highest that costs no row's own questions more than that), without a model. `--latency N` measures the
+uncut ranking; `--replay` judges them again at other bars (or finds, with `--cap`, the highest
+that cost no row's own questions more than that), without a model. `--latency N` measures the
 engine time per question with the cut off and on, on N synthetic chunks (hash embedder).
 """
 
@@ -114,8 +114,8 @@ class Recorder:
                 }
             return gather(vector, keyword)
 
-        def answering_judge(evidence):
-            verdict = judge(evidence)
+        def answering_judge(evidence, answer_bar=None):
+            verdict = judge(evidence, answer_bar)
             return relevance.Verdict(True, verdict.stand_out, verdict.coverage)
         relevance.gather = recording_gather
         relevance.judge = answering_judge
@@ -264,44 +264,42 @@ def read_dumps(paths: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any
     return groups
 
 
-def replay(groups: dict[tuple[str, str], list[dict[str, Any]]], answer_bar: float) -> list[Row]:
-    """The rows `measure` would give at this ANSWER_BAR, from dumped evidence: every question judged
-    again by relevance.judge (one verdict for every mode: keyword mode asks the vector search too),
-    an emptied own question losing each mode's uncut nDCG@10 and Recall@5."""
+def replay(groups: dict[tuple[str, str], list[dict[str, Any]]], answer_bar: float,
+           keyword_mode_bar: float) -> list[Row]:
+    """The rows `measure` would give at these bars (ANSWER_BAR, KEYWORD_MODE_BAR), from dumped
+    evidence: every question judged again by relevance.judge (keyword mode asks the vector search
+    too: the same evidence, its own bar), an emptied own question losing its uncut nDCG@10 and
+    Recall@5."""
     from lucidrag.retrieval import relevance
 
-    saved = relevance.ANSWER_BAR
-    relevance.ANSWER_BAR = answer_bar
-    try:
-        rows = []
-        for (model, kb), records in sorted(groups.items()):
-            by_mode: dict[str, Row] = {}
-            for record in records:
-                e, head = record["evidence"], relevance.DEPTH
-                keyword = None if e["coverages"] is None else (tuple(e["coverages"][:head]), tuple(e["strengths"][:head]))
-                evidence = relevance.Evidence(tuple(e["cosines"][:head]), *(keyword or (None, ())),
-                                              tuple(e["vector_ids"][:head]), tuple((e["keyword_ids"] or [])[:head]))
-                answers = relevance.judge(evidence).answers
-                for mode, _ in DUMPED_MODES:
-                    row = by_mode.setdefault(mode, Row(model, kb, mode))
-                    if record["source"] == kb:
-                        row.real_queries += 1
-                        row.real_off_ndcg += record[mode]["ndcg"]
-                        row.real_off_recall += record[mode]["recall"]
-                        row.real_on_ndcg += record[mode]["ndcg"] if answers else 0.0
-                        row.real_on_recall += record[mode]["recall"] if answers else 0.0
-                        row.real_emptied += not answers
-                    else:
-                        emptied, asked = row.foreign.get(record["source"], (0, 0))
-                        row.foreign[record["source"]] = (emptied + (not answers), asked + 1)
-            for row in by_mode.values():
-                n = max(1, row.real_queries)
-                row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
-                row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
-                rows.append(row)
-        return rows
-    finally:
-        relevance.ANSWER_BAR = saved
+    rows = []
+    for (model, kb), records in sorted(groups.items()):
+        by_mode: dict[str, Row] = {}
+        for record in records:
+            e, head = record["evidence"], relevance.DEPTH
+            keyword = None if e["coverages"] is None else (tuple(e["coverages"][:head]), tuple(e["strengths"][:head]))
+            evidence = relevance.Evidence(tuple(e["cosines"][:head]), *(keyword or (None, ())),
+                                          tuple(e["vector_ids"][:head]), tuple((e["keyword_ids"] or [])[:head]))
+            verdicts = {bar: relevance.judge(evidence, bar).answers for bar in (answer_bar, keyword_mode_bar)}
+            for mode, _ in DUMPED_MODES:
+                answers = verdicts[keyword_mode_bar if mode == "keyword" else answer_bar]
+                row = by_mode.setdefault(mode, Row(model, kb, mode))
+                if record["source"] == kb:
+                    row.real_queries += 1
+                    row.real_off_ndcg += record[mode]["ndcg"]
+                    row.real_off_recall += record[mode]["recall"]
+                    row.real_on_ndcg += record[mode]["ndcg"] if answers else 0.0
+                    row.real_on_recall += record[mode]["recall"] if answers else 0.0
+                    row.real_emptied += not answers
+                else:
+                    emptied, asked = row.foreign.get(record["source"], (0, 0))
+                    row.foreign[record["source"]] = (emptied + (not answers), asked + 1)
+        for row in by_mode.values():
+            n = max(1, row.real_queries)
+            row.real_off_ndcg, row.real_on_ndcg = row.real_off_ndcg / n, row.real_on_ndcg / n
+            row.real_off_recall, row.real_on_recall = row.real_off_recall / n, row.real_on_recall / n
+            rows.append(row)
+    return rows
 
 
 def cost(row: Row) -> float:
@@ -315,32 +313,47 @@ def foreign_share(rows: Sequence[Row]) -> float:
     return sum(shares) / max(1, len(shares))
 
 
-def highest_bar(groups: dict[tuple[str, str], list[dict[str, Any]]], cap: float, step: float = 0.01) -> float:
-    """The highest ANSWER_BAR (on a `step` grid) at which no row costs more than `cap` (a higher
-    bar only ever empties more). KEYWORD_BAR is not replayed: it judges only a KB of fewer than
-    DEPTH passages, or keyword mode when the vector search fails, and no dump holds either."""
-    bar = 0.0
-    while bar <= 2.0 and not any(cost(r) > cap for r in replay(groups, round(bar + step, 4))):
-        bar = round(bar + step, 4)
-    return bar
+def highest_bars(groups: dict[tuple[str, str], list[dict[str, Any]]], cap: float,
+                 step: float = 0.01) -> tuple[float, float]:
+    """The highest ANSWER_BAR (judged on the vector, hybrid and rerank rows) and KEYWORD_MODE_BAR
+    (the keyword rows), on a `step` grid, at which no row costs more than `cap` (a higher bar only
+    ever empties more). KEYWORD_BAR is not replayed: it judges only a KB of fewer than DEPTH
+    passages, or keyword mode when the vector search fails, and no dump holds either."""
+    def highest(keyword_mode: bool) -> float:
+        bar = 0.0
+        while bar <= 2.0:
+            trial = round(bar + step, 4)
+            rows = [r for r in replay(groups, trial, trial) if (r.mode == "keyword") == keyword_mode]
+            if any(cost(r) > cap for r in rows):
+                break
+            bar = trial
+        return bar
+    return highest(False), highest(True)
 
 
-def replay_report(groups: dict[tuple[str, str], list[dict[str, Any]]], bar: float | None, cap: float) -> str:
-    """The table at the chosen ANSWER_BAR; with `cap`, also each collection held out: the bar the
-    others allow and what it costs that collection (whether the pick is tuned to one collection)."""
+def replay_report(groups: dict[tuple[str, str], list[dict[str, Any]]], bars: str, cap: float) -> str:
+    """The table at the chosen bars; with `cap`, also each collection held out: the bars the
+    others allow and what they cost it (whether the pick is tuned to one collection)."""
     from lucidrag.retrieval import relevance
 
-    answer_bar = highest_bar(groups, cap) if cap else relevance.ANSWER_BAR if bar is None else bar
-    rows = replay(groups, answer_bar)
-    lines = [f"ANSWER_BAR {answer_bar:.2f}: worst own cost {max(map(cost, rows), default=0.0):.4f}, foreign "
-             f"questions emptied {100 * foreign_share(rows):.0f} % (mean of every row's sources)", "", table(rows)]
+    if cap:
+        answer_bar, keyword_mode_bar = highest_bars(groups, cap)
+    elif bars:
+        answer_bar, keyword_mode_bar = (float(b) for b in bars.split(","))
+    else:
+        answer_bar, keyword_mode_bar = relevance.ANSWER_BAR, relevance.KEYWORD_MODE_BAR
+    rows = replay(groups, answer_bar, keyword_mode_bar)
+    lines = [f"ANSWER_BAR {answer_bar:.2f}, KEYWORD_MODE_BAR {keyword_mode_bar:.2f}: worst own cost "
+             f"{max(map(cost, rows), default=0.0):.4f}, foreign questions emptied {100 * foreign_share(rows):.0f} % "
+             "(mean of every row's sources)", "", table(rows)]
     if cap:
         lines.append("")
         for kb in sorted({kb for _, kb in groups}):
-            allowed = highest_bar({key: records for key, records in groups.items() if key[1] != kb}, cap)
-            held = replay({key: records for key, records in groups.items() if key[1] == kb}, allowed)
-            lines.append(f"{kb} held out: the others allow {allowed:.2f}, costing it {max(map(cost, held)):.4f}, "
-                         f"emptying {100 * foreign_share(held):.0f} % of its foreign questions")
+            allowed = highest_bars({key: records for key, records in groups.items() if key[1] != kb}, cap)
+            held = replay({key: records for key, records in groups.items() if key[1] == kb}, *allowed)
+            lines.append(f"{kb} held out: the others allow {allowed[0]:.2f} / {allowed[1]:.2f}, costing it "
+                         f"{max(map(cost, held)):.4f}, emptying {100 * foreign_share(held):.0f} % of its foreign "
+                         "questions")
     return "\n".join(lines)
 
 
@@ -428,15 +441,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="instead: engine time with the cut off and on, on this many synthetic chunks")
     parser.add_argument("--replay", default="", help="instead: the table from --dump files (comma-separated; "
                         "a later file's (model, KB) replaces an earlier one's), judged again")
-    parser.add_argument("--bar", type=float, default=None, help="with --replay: ANSWER_BAR (default: the code's)")
+    parser.add_argument("--bars", default="", help="with --replay: ANSWER_BAR,KEYWORD_MODE_BAR (default: the code's)")
     parser.add_argument("--cap", type=float, default=0.0,
-                        help="with --replay: instead of --bar, the highest ANSWER_BAR costing no row more than this")
+                        help="with --replay: instead of --bars, the highest bars costing no row more than this")
     args = parser.parse_args(argv)
     if args.latency:
         asyncio.run(latency(args.latency, 200))
         return
     if args.replay:
-        print(replay_report(read_dumps(args.replay.split(",")), args.bar, args.cap))
+        print(replay_report(read_dumps(args.replay.split(",")), args.bars, args.cap))
         return
     code = code_version()
     apply_patches(args.patch)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.bench_relevance import Collection, Recorder, cost, highest_bar, measure, read_dumps, replay, table
+from bench.bench_relevance import Collection, Recorder, cost, highest_bars, measure, read_dumps, replay, table
 from lucidrag.retrieval import relevance
 from tests.fakes import hash_embed
 
@@ -48,9 +48,12 @@ def test_a_replayed_dump_gives_the_rows_the_benchmark_measures_and_the_highest_b
         asyncio.run(measure(_collection(), _embed, _embed, modes, rerank=True, recorder=recorder, dump=dump))
     monkeypatch.undo()
     groups = read_dumps([str(tmp_path / "dump.jsonl")])
-    assert table(replay(groups, relevance.ANSWER_BAR)) == table(measured)
+    assert table(replay(groups, relevance.ANSWER_BAR, relevance.KEYWORD_MODE_BAR)) == table(measured)
 
-    assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, 0.0))  # no bar: nothing cut
-    answer_bar = highest_bar(groups, cap=0.005)
-    assert max(map(cost, replay(groups, answer_bar))) <= 0.005
-    assert max(map(cost, replay(groups, answer_bar + 0.01))) > 0.005
+    assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, 0.0, 0.0))  # no bar: nothing cut
+    answer_bar, keyword_mode_bar = highest_bars(groups, cap=0.005)
+    assert max(map(cost, replay(groups, answer_bar, keyword_mode_bar))) <= 0.005
+    costs = {r.mode: cost(r) for r in replay(groups, answer_bar + 0.01, keyword_mode_bar)}
+    assert costs["keyword"] <= 0.005 < max(costs.values())  # each bar judges its own modes
+    costs = {r.mode: cost(r) for r in replay(groups, answer_bar, keyword_mode_bar + 0.01)}
+    assert costs["keyword"] > 0.005 >= max(c for mode, c in costs.items() if mode != "keyword")

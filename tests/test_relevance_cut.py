@@ -150,7 +150,7 @@ async def test_an_unanswered_question_gets_nothing_and_an_answered_one_its_passa
 
 # Its only word in the knowledge base is "lobby" (onboarding: "meet your buddy in the lobby"), which
 # few passages hold, so the keyword search alone ranks that passage first by a clear lead.
-PASSING_WORD = "Is the electric kettle warranty valid in the lobby?"
+PASSING_WORD = "Does the warranty of the electric kettle cover limescale damage found in the lobby?"
 
 
 @pytest.mark.parametrize("rerank", [False, True], ids=["no-rerank", "rerank"])
@@ -166,6 +166,18 @@ async def test_a_question_that_shares_only_a_passing_word_gets_nothing_in_every_
     assert len(await answer(harness, PASSING_WORD, **settings, relevance_cut="off")) >= 1
     results = await answer(harness, ANSWERED, **settings)
     assert results and results[0].metadata["file_id"] == ANSWER_FILE
+
+
+async def test_keyword_mode_weighs_the_same_evidence_against_its_own_lower_bar():
+    """Its BM25 ranking alone answers some questions the vector search finds nothing for, so keyword
+    mode answers from KEYWORD_MODE_BAR: a question between the two bars gets the passage holding its
+    rare word there, and nothing in vector or hybrid mode."""
+    question = "Is the electric kettle warranty valid in the lobby?"
+    _, harness = await office_kb(0.5, rerank=False, meaning={question: "electric kettle warranty period"})
+    assert await answer(harness, question, search_mode="vector") == []
+    assert await answer(harness, question, search_mode="hybrid") == []
+    results = await answer(harness, question, search_mode="keyword")
+    assert results and results[0].metadata["file_id"] == "onboarding.md"
 
 
 async def test_keyword_mode_asks_the_vector_search_only_for_the_cut():

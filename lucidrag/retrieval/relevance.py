@@ -26,12 +26,13 @@ knowledge base itself, from the candidates the searches have found:
   counts as 0 when fewer chunks hold any of the question's terms).
 
 A question is answered when stand_out + coverage + AGREEMENT_WEIGHT × agreement × min(1,
-keyword_stand_out / CLEAR_LEAD) reaches ANSWER_BAR. Without a stand-out (fewer than DEPTH passages to compare, e.g. a small KB whose
-passages may all answer; keyword mode when the vector search fails) it is answered when coverage +
-half the BM25 stand-out reaches KEYWORD_BAR. Else it gets no passages (docs/BENCHMARKS.md,
-"Questions the knowledge base cannot answer"). Keyword mode asks the vector search for this
-evidence too, so the verdict is the same in every mode. Where the keyword index cannot be asked
-(it is still being read after a restart) the question is not cut for the lack of its evidence.
+keyword_stand_out / CLEAR_LEAD) reaches ANSWER_BAR (keyword mode, which asks the vector search for
+this evidence too: KEYWORD_MODE_BAR). Without a stand-out (fewer than DEPTH passages to compare,
+e.g. a small KB whose passages may all answer; keyword mode when the vector search fails) it is
+answered when coverage + half the BM25 stand-out reaches KEYWORD_BAR. Else it gets no passages
+(docs/BENCHMARKS.md, "Questions the knowledge base cannot answer"). Where the keyword index cannot
+be asked (it is still being read after a restart) the question is not cut for the lack of its
+evidence.
 """
 
 from __future__ import annotations
@@ -44,12 +45,15 @@ from lucidrag.retrieval.fusion import Candidate
 # Candidates of each list the evidence looks at: the shortest list any mode searches, so the
 # verdict is the same whatever top_k (and the same in vector and hybrid mode).
 DEPTH = 20
-# The highest bar (0.01 steps) at which the cut costs no measured collection's own questions more
-# than 0.005 nDCG@10 or Recall@5 in any mode, with MiniLM or multilingual-e5 (bench_relevance.py
-# --replay --cap 0.005; one step higher empties an answered SciFact claim and a MedQuAD question;
-# each collection held out, the others give it the same bar): the questions a KB answers come
-# first, at the price of most unrelated questions still getting passages.
-ANSWER_BAR = 0.34
+# The highest bars (0.01 steps) at which the cut costs no measured collection's own questions more
+# than 0.005 nDCG@10 or Recall@5, with MiniLM or multilingual-e5 (bench_relevance.py --replay --cap
+# 0.005): ANSWER_BAR in vector and hybrid mode, with or without a rerank model (one step higher
+# empties a long CISI query answered there), KEYWORD_MODE_BAR in keyword mode, whose BM25 ranking
+# alone answers a few questions that the vector search finds nothing for (a MedQuAD question
+# matched by one rare word). The questions a KB answers come first, at the price of most
+# unrelated questions still getting passages.
+ANSWER_BAR = 0.33
+KEYWORD_MODE_BAR = 0.27
 AGREEMENT_WEIGHT = 0.5
 CLEAR_LEAD = 0.25
 # Keyword evidence alone (measured in keyword mode before it asked the vector search: the highest
@@ -117,7 +121,8 @@ def gather(vector: Sequence[Candidate], keyword: Sequence[Candidate] | None) -> 
                     tuple(c.chunk_id for c in head))
 
 
-def judge(evidence: Evidence) -> Verdict:
+def judge(evidence: Evidence, answer_bar: float | None = None) -> Verdict:
+    """The verdict at `answer_bar` (None: ANSWER_BAR; keyword mode: KEYWORD_MODE_BAR)."""
     stand_out, coverage = evidence.stand_out, evidence.coverage
     if coverage is None:  # the keyword index could not be asked (still being read after a restart)
         answers = True
@@ -125,5 +130,6 @@ def judge(evidence: Evidence) -> Verdict:
         answers = coverage + KEYWORD_STAND_OUT_WEIGHT * evidence.keyword_stand_out >= KEYWORD_BAR
     else:
         agreement = evidence.agreement * min(1.0, evidence.keyword_stand_out / CLEAR_LEAD)
-        answers = stand_out + coverage + AGREEMENT_WEIGHT * agreement >= ANSWER_BAR
+        answers = stand_out + coverage + AGREEMENT_WEIGHT * agreement >= (
+            ANSWER_BAR if answer_bar is None else answer_bar)
     return Verdict(answers, stand_out, coverage)

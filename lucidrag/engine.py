@@ -92,7 +92,8 @@ class Installation:
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
         if state is None:
-            state = self.kbs[kb_id] = KnowledgeBaseState(kb_id, previous_writes_until=self.previous_writes_until)
+            state = self.kbs[kb_id] = KnowledgeBaseState(
+                kb_id, previous_writes_until=self.previous_writes_until, probe_look_at=self.previous_writes_until)
             if self.snapshot is not None:
                 state.seed(self.snapshot)
         return state
@@ -331,6 +332,9 @@ class Engine:
                 return False
         job = inst.deletions.setdefault(kb_id, KbDeletion(kb_id, sorted(file_ids)))
         done = await job.run(host, time.monotonic() + KB_DELETE_BUDGET_S)
+        if job.vectors_done and time.monotonic() < inst.previous_writes_until:
+            # an upload of the previous process may still land: what landed since is removed now
+            await job.recheck_vectors(host, time.monotonic() + KB_DELETE_BUDGET_S)
         if done:
             inst.deletions.pop(kb_id, None)
         else:

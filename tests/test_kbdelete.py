@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import lucidrag.engine as engine_module
 from lucidrag.state import kbdelete
 from lucidrag.state.kbdelete import ALL_VECTORS
 from lucidrag.state.storage_keys import pending_kb_delete_key
@@ -130,3 +131,24 @@ async def test_a_deletion_resumed_after_langbot_dropped_the_kb_makes_one_vector_
     # (besides the question's own look for kb-other's chunk-0 vectors)
     assert [c for c in calls if c[0] != "list" or c[1][0] == KB] == [("filters", ALL_VECTORS)]
     assert not any(KB in key for key in host.storage)
+
+
+async def test_an_upload_of_the_previous_process_landing_during_the_deletion_is_removed(monkeypatch: pytest.MonkeyPatch):
+    """LangBot does not cancel a dead plugin's calls: an upsert the previous process sent lands
+    while the new one deletes the KB, after its vector pass (while its keys go). Within the previous
+    process's landing window the hook lists the vectors once more before it returns (its last
+    chance to reach them)."""
+    host, known, _ = await kb_with_recorded_and_unrecorded_files(2, 0)
+    late = {i: m for i, m in host.collections[KB].items() if m[1].get("file_id") == known[0]}
+    monkeypatch.setattr(engine_module, "PREVIOUS_PROCESS_LANDING_S", 120.0)
+    back = restarted(host)
+    delete_key = back.host.delete_plugin_storage
+
+    async def landing_meanwhile(key: str) -> None:  # after the vector pass: while the keys go
+        host.collections[KB].update(late)  # the previous process's upsert of known[0] lands now
+        late.clear()  # (once)
+        await delete_key(key)
+
+    back.host.delete_plugin_storage = landing_meanwhile  # type: ignore[method-assign]
+    await back.component.on_knowledge_base_delete(KB)
+    assert gone(host)

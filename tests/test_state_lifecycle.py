@@ -20,7 +20,13 @@ import lucidrag.state.kbload as kbload_module
 import lucidrag.state.repairstate as repairstate
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import ChunkRecord, chunk_uuid
+from lucidrag.state.records import (
+    PROBE_FILE_ID,
+    ChunkRecord,
+    chunk_uuid,
+    probe_vector_metadata,
+    tombstone_vector_id,
+)
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
 from tests.conftest import FakePlugin, Harness
@@ -149,6 +155,50 @@ async def test_vectors_a_failed_ingest_could_not_remove_are_removed_by_a_later_r
     assert host.vectors_of(KB, failed.document_id) == []
     assert journal_key(KB, failed.document_id) not in host.storage
     assert not state_of(harness).needs_upkeep()
+
+
+STORAGE_CALLS = ("set_plugin_storage", "delete_plugin_storage", "get_plugin_storage", "get_plugin_storage_keys")
+
+
+async def test_a_failed_re_upload_whose_removal_both_stores_refuse_leaves_a_tombstone(harness: Harness, host):
+    """Plugin storage refuses every call and the vector DB refuses the delete of the earlier
+    version of a re-upload that failed: the file's tombstone in the vector DB makes a restart
+    remove that version instead of answering its record."""
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.ingest(KB, "tea.txt", TEA)
+    for method in (*STORAGE_CALLS, "vector_delete"):
+        host.fail(method)
+    failed = await harness.ingest(KB, "solar.txt", b"", document_id=solar.document_id)
+    assert failed.status == DocumentStatus.FAILED
+    assert tombstone_vector_id(solar.document_id) in {m["uuid"] for m in host.vectors_of(KB, solar.document_id)}
+    host.faults.clear()
+    back = restarted(host)
+    for mode in ("keyword", "vector", "hybrid"):
+        texts = await back.texts(KB, "solar array kilowatts", settings={"search_mode": mode})
+        assert not [t for t in texts if "42 kilowatts" in t], f"the failed file's earlier version answered ({mode})"
+    await back.retrieve(KB, "anything")  # upkeep
+    assert host.vectors_of(KB, solar.document_id) == [] and record_keys(host, solar.document_id) == []
+    assert "Tieguanyin" in (await back.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
+
+
+async def test_probe_vectors_nothing_named_are_swept_once_earlier_calls_landed(host, monkeypatch):
+    """A removal's probe that nothing durable names goes under PROBE_FILE_ID; a process that died
+    may have left one there (or it landed late): every process deletes PROBE_FILE_ID's vectors
+    once the previous process's calls can no longer land."""
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA)
+    probe = probe_vector_metadata(PROBE_FILE_ID)
+    await harness.invoke(host.vector_upsert, KB, [[1.0] + [0.0] * (DIM - 1)], [probe["uuid"]], [probe],
+                         [probe["text"]])
+    monkeypatch.setattr(engine_module, "PREVIOUS_PROCESS_LANDING_S", 120.0)
+    back = restarted(host)
+    await back.retrieve(KB, "anything")
+    assert host.vectors_of(KB, PROBE_FILE_ID), "not before the previous process's calls may have landed"
+    monkeypatch.setattr(engine_module, "PREVIOUS_PROCESS_LANDING_S", 0.0)
+    later = restarted(host)
+    await later.retrieve(KB, "anything")
+    assert host.vectors_of(KB, PROBE_FILE_ID) == []
+    assert "Tieguanyin" in (await later.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
 
 
 async def test_reconcile_settles_every_journal_entry_even_after_one_that_is_already_gone(host):

@@ -171,7 +171,7 @@ async def _prepare(host: HostApi, embedder: Embedder,
             "vision model when creating the knowledge base."
         )
     titled = with_title_line(document, request.settings.chunk_size)  # a .txt's title line is its title
-    name = document_name(titled, datetime.now(timezone.utc))
+    name = document_name(titled, datetime.fromtimestamp(time.time(), timezone.utc))
     record = await run_blocking(file_record, request.document_id, document.format, chunked, name,
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))},
                                 upload_key(request.filename))
@@ -318,28 +318,48 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, emb
             if await state.delete_file(store, request.document_id, remove):
                 return
             reason = "plugin storage refused it"
-        except Exception as error:  # noqa: BLE001 - logged for the operator
-            remove, reason = None, describe(error)
+        except Exception as error:  # noqa: BLE001 - logged for the operator (the vectors are tried again below)
+            reason = describe(error)
         logger.warning("kb=%s doc=%s: the earlier version of a failed upload could not be removed now (%s); "
                        "it is no answer and is removed later", request.kb_id, request.document_id, reason)
         await state.abort_ingest(store, request.document_id, vectors_removed=False)  # `reconcile` removes it
         # Storage refused: the vectors go now all the same, as this may be the last chance (a
-        # restart knows nothing of this failure).
+        # restart knows nothing of this failure); if they cannot, the vector DB itself is told.
         if remove is not None:
-            await _removed_with_attempts(remove, request)
+            await _removed_or_marked(remove, _tombstone_writer(host, state, embedder, request, dim), request)
 
 
-async def _removed_with_attempts(remove: Callable[[], Awaitable[object]], request: IngestRequest) -> None:
-    """`remove`, tried REMOVAL_ATTEMPTS times within the rollback's time."""
-    for attempt in range(REMOVAL_ATTEMPTS):
-        try:
-            await remove()
-            return
-        except Exception as error:  # noqa: BLE001 - `reconcile` tries again
-            if attempt == REMOVAL_ATTEMPTS - 1 or remaining() <= 0:
-                logger.warning("kb=%s doc=%s: the earlier version's vectors could not be removed now (%s)",
-                               request.kb_id, request.document_id, describe(error))
+def _tombstone_writer(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
+                      dim: int | None) -> Callable[[], Awaitable[object]]:
+    """What writes the file's tombstone (`write_tombstone`; the model's dimension is learnt from
+    one embedding if the upload got no further)."""
+    async def write() -> None:
+        known = dim
+        if known is None:
+            known = int((await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
+                                              [request.document_id])).shape[1])
+        await state.write_tombstone(host, request.collection_id, request.document_id, known)
+    return write
+
+
+async def _removed_or_marked(remove: Callable[[], Awaitable[object]], mark: Callable[[], Awaitable[object]],
+                             request: IngestRequest) -> None:
+    """`remove` the earlier version's vectors or, if the vector DB refuses, `mark` the file with its
+    tombstone, which makes a restart remove them (nothing in plugin storage says the upload
+    failed); tried REMOVAL_ATTEMPTS times within the rollback's time."""
+    failure = ""
+    for _ in range(REMOVAL_ATTEMPTS):
+        for step in (remove, mark):
+            try:
+                await step()
                 return
+            except Exception as error:  # noqa: BLE001 - `reconcile` tries again while this process lives
+                failure = describe(error)
+        if remaining() <= 0:
+            break
+    logger.warning("kb=%s doc=%s: the earlier version's vectors could neither be removed nor marked now (%s); it "
+                   "may be answered again after a restart until the file is deleted",
+                   request.kb_id, request.document_id, failure)
 
 
 async def _version_remover(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,

@@ -18,7 +18,15 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.state.kbcore import LOAD_CONCURRENCY, KbCore, decode_records
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, merge_rebuilt
+from lucidrag.state.records import (
+    PROBE_FILE_ID,
+    ChunkRecord,
+    FileRecord,
+    chunk_uuid,
+    merge_rebuilt,
+    probe_vector_id,
+    tombstone_vector_id,
+)
 from lucidrag.state.store import KbStore, run_bounded
 from lucidrag.vectors.vectorscan import file_vectors, stored_ids
 
@@ -89,21 +97,31 @@ class FileReads(KbCore):
         return out
 
     async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str]:
-        """Those of these files whose chunk-0 vector the vector DB lacks; none if it cannot be
-        asked (or may not be touched yet: `fresh`)."""
+        """Those of these files whose chunk-0 vector the vector DB lacks, or that have a tombstone
+        (`write_tombstone`: the file failed or was deleted while storage could not say so); none
+        if it cannot be asked (or may not be touched yet: `fresh`). One listing of both ids."""
         first = {chunk_uuid(f, 0): f for f in file_ids if not self.files.has_complete_vectors(f)}
         if self.fresh or not first:
             return set()
+        tombstones = {tombstone_vector_id(f): f for f in first.values()}
+        # (and, once per process, a probe a dead process may have left: `sweep_probes`)
+        look = self.probe_look_at is not None and time.monotonic() >= self.probe_look_at
+        probe = [probe_vector_id(PROBE_FILE_ID)] if look else []
         try:
-            present = await with_retries(lambda: stored_ids(host, collection_id, list(first)))
+            present = await with_retries(lambda: stored_ids(host, collection_id, [*first, *tombstones, *probe]))
         except Exception as error:  # noqa: BLE001 - unknown: the records are answered as stored
             logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s)",
                            self.kb_id, len(file_ids), describe(error))
             return set()
-        for chunk_id, file_id in first.items():
-            if chunk_id in present:
-                self.files.vectors_complete(file_id)
-        return {f for chunk_id, f in first.items() if chunk_id not in present}
+        if look:
+            self.probe_look_at = None
+            if probe[0] in present:
+                self.probe_sweep_at = time.monotonic()
+        gone = {f for chunk_id, f in first.items() if chunk_id not in present}
+        gone |= {f for tombstone, f in tombstones.items() if tombstone in present}
+        for file_id in set(first.values()) - gone:
+            self.files.vectors_complete(file_id)
+        return gone
 
     async def _remove_vectorless(self, host: HostApi, collection_id: str, file_ids: set[str]) -> None:
         """Committed files whose record outlived their vectors become ABORTED: no answer, and
@@ -140,6 +158,15 @@ class FileReads(KbCore):
         if not items:
             if self.files.state(file_id) is FileState.UNRECORDED:
                 self.files.forget(file_id)  # deleted while the index snapshot lagged
+            return None
+        if any(str(item.get("id")) == tombstone_vector_id(file_id) for item in items):
+            # the file failed or was deleted where plugin storage could not say so, and the delete
+            # of its vectors failed (`write_tombstone`)
+            if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
+                    and file_id not in self.index):
+                self.files.move(file_id, FileState.ABORTED)
+                logger.warning("kb=%s doc=%s: %d vectors of a failed or deleted file found; they are removed",
+                               self.kb_id, file_id, len(items))
             return None
         if not any(str(item.get("id")) == first for item in items):
             if time.monotonic() < self.previous_writes_until and unread is not None:

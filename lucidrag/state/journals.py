@@ -23,15 +23,17 @@ from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, with_retries
 from lucidrag.state.kbcore import KbCore
-from lucidrag.state.latewrites import LateWriteNotes, LostAnswers, send
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
+    PROBE_FILE_ID,
     FileRecord,
     chunk_uuid,
     is_chunk_vector,
     probe_vector_id,
     probe_vector_metadata,
+    tombstone_vector_metadata,
 )
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
 from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
@@ -186,23 +188,91 @@ class JournalSettling(KbCore):
         create it with dimension 1536. So first one vector of the file's own dimension is upserted
         for it (every adapter's upsert creates a missing collection with the vector's dimension,
         and writes into an existing one), then the file's vectors are deleted by file id, that
-        one included. Raises if either call fails (nothing is then known to be removed)."""
-        await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files)
+        one included. Raises if either call fails (nothing is then known to be removed).
+
+        The probe goes under the file's own id where something durable names the removal (its
+        journal entry, which a restart settles again) or where a restart lists the vector DB
+        (storage holds nothing of the KB: the probe is the file's tombstone, `_record_from_vectors`).
+        Otherwise (plugin storage refuses the entry, on a KB that had vectors) a probe landing after
+        the delete, or left by a process that died between the two calls, would be named by
+        nothing: it goes under PROBE_FILE_ID instead, which is swept (`sweep_probes`)."""
+        probe_file = file_id if await self._removal_named(host, file_id) else PROBE_FILE_ID
+        try:
+            await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files, probe_file)
+        finally:
+            if probe_file == PROBE_FILE_ID:  # swept at once (its delete may have failed), or once it
+                # can no longer land if an answer was lost
+                wait = PREVIOUS_PROCESS_LANDING_S if self.files.may_land(file_id) else 0.0
+                self.probe_sweep_at = max(self.probe_sweep_at or 0.0, time.monotonic() + wait)
         self.files.set_first_write_dim(file_id, None)
+
+    async def _removal_named(self, host: HostApi, file_id: str) -> bool:
+        """Whether a restart would settle the removal of `file_id`'s vectors again: the file is
+        the query's probe, storage holds nothing of the KB (a restart lists the vector DB), or the
+        file's journal entry is stored. (Also on a KB that never had a vector: a later process may
+        not touch its collection to sweep PROBE_FILE_ID, while the entry may yet land.)"""
+        if file_id == PROBE_FILE_ID or self.never_had_vectors or self._emptiness_may_name_files():
+            return True
+        try:
+            return await KbStore(host, self.kb_id).read_journal(file_id, strict=True) is not None
+        except StorageReadFailed:
+            return False
+
+    async def write_tombstone(self, host: HostApi, collection_id: str, file_id: str, dim: int) -> None:
+        """The file failed or was deleted, the delete of its vectors failed, and plugin storage
+        refused to note it: one vector of `dim` (the model's) under the file's id, `vector_kind`
+        "tombstone", says so to a restart, which removes the file instead of answering its record
+        (`_without_vectors`) or adopting its vectors (`_record_from_vectors`). A delete of the
+        file's vectors removes it with them. Raises if it could not be written."""
+        await write_tombstone(host, collection_id, file_id, dim, self.files)
+        if self.fresh:  # its removal re-creates the collection first (`first_write_remover`)
+            self.files.set_first_write_dim(file_id, dim)
+
+    def probe_sweep_due(self) -> bool:
+        return (self.probe_sweep_at is not None and time.monotonic() >= self.probe_sweep_at
+                and self.loaded and not self.fresh)
+
+    async def sweep_probes(self, host: HostApi, collection_id: str) -> None:
+        """Delete the PROBE_FILE_ID vectors that removals nothing durable named may have left
+        (`remove_first_write`): after each such removal of this process (once its probe can no
+        longer land, if an answer was lost), and when a dead process left one (`_without_vectors` looks once per process,
+        within a listing it makes anyway). Only in a collection that exists (a delete of a missing
+        one makes Milvus create it with dimension 1536)."""
+        if not self.probe_sweep_due():
+            return
+        due = self.probe_sweep_at
+        await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))
+        if self.probe_sweep_at == due:  # (no removal under PROBE_FILE_ID was sent meanwhile)
+            self.probe_sweep_at = None
+
+
+async def write_tombstone(host: HostApi, collection_id: str, file_id: str, dim: int, notes: LateWriteNotes) -> None:
+    """`KnowledgeBaseState.write_tombstone`."""
+    vector = [0.0] * dim
+    vector[0] = 1.0
+    metadata = tombstone_vector_metadata(file_id)
+    await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
+        collection_id=collection_id, vectors=[vector], ids=[metadata["uuid"]], metadata=[metadata],
+        documents=[metadata["text"]])))
 
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
-                             first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None) -> None:
-    """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state)."""
+                             first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None,
+                             probe_file: str | None = None) -> None:
+    """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state);
+    the probe under `probe_file` (default: `file_id`; another is deleted before the file)."""
+    probe_file = probe_file or file_id
     probe = [0.0] * dim
     probe[0] = 1.0
-    probe_id = probe_vector_id(file_id)  # no chunk's id: never taken for chunk 0, the completion mark
+    probe_id = probe_vector_id(probe_file)  # no chunk's id: never taken for chunk 0, the completion mark
     notes = late_writes if late_writes is not None else LostAnswers()
-    metadata = probe_vector_metadata(file_id)
+    metadata = probe_vector_metadata(probe_file)
     # concurrent creators race on Milvus Lite; not waited for past the hook's deadline (an upload's
     # first write may take its SDK timeouts)
     async with holding(first_write or asyncio.Lock()):
         await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
             collection_id=collection_id, vectors=[probe], ids=[probe_id], metadata=[metadata],
             documents=[metadata["text"]])))
+    if probe_file != file_id:  # first: the collection exists now, and the file's delete may fail
+        await with_retries(lambda: host.vector_delete(collection_id, file_ids=[probe_file]))
     await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))

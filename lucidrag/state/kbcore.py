@@ -68,6 +68,12 @@ class KbCore:
     indexing_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one `continue_indexing` at a time
     # until then a write of the previous process may still land: `reconcile` keeps its entries
     previous_writes_until: float = 0.0
+    # from then on PROBE_FILE_ID's vectors are deleted (`sweep_probes`): a removal of this process
+    # that nothing durable named may have left its probe there; None: nothing to do
+    probe_sweep_at: float | None = None
+    # from then on the next chunk-0 listing (`_without_vectors`) also looks for such a probe that a
+    # dead process left, once (then it is swept); None: looked
+    probe_look_at: float | None = None
     # a save of a record, the meta or the index failed while storage held nothing of the KB: it may
     # have landed all the same (LangBot may do a write whose answer the plugin never gets), so that
     # emptiness names no new file until a listing shows it still holds nothing (`_empty_confirmed`)
@@ -220,6 +226,11 @@ class KbCore:
                     gone = await store.delete_record(file_id)
                     if not gone:
                         return False
+            elif delete_vectors is not None:
+                # An ABORTED file may have no entry (storage refused it then): one now names the
+                # removal for a restart, should its probe land after its delete (`remove_first_write`)
+                dim = self.files.first_write_dim(file_id) or self.files.late_write_dim(file_id)
+                marked = await store.write_journal(JournalEntry(file_id, 0, dim))
             if delete_vectors is not None:
                 try:
                     await delete_vectors()

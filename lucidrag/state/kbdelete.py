@@ -61,6 +61,19 @@ class KbDeletion:
             pass  # the step is repeated by a later run
         return self.done
 
+    async def recheck_vectors(self, host: HostApi, deadline: float) -> None:
+        """List the KB's vectors once more and delete what is found, within the hook (the only
+        time they can be reached): a call of the previous process may land meanwhile, as LangBot
+        does not cancel a dead plugin's calls."""
+        self.tried.clear()
+        self.bulk, self.position, self.vectors_done = True, len(self.known), False
+        try:
+            while not self.vectors_done and time.monotonic() < min(deadline, hook_deadline()):
+                await self._vector_step(host)
+        except Exception as error:  # noqa: BLE001 - the KB is gone either way; logged for the operator
+            logger.warning("kb=%s: the vectors could not be looked for once more (%s)", self.kb_id, describe(error))
+        self.vectors_done = True
+
     async def step(self, host: HostApi, deadline: float) -> None:
         if not self.vectors_done:
             try:

@@ -39,11 +39,25 @@ DOCUMENT_VECTOR_KIND = "document"
 PROBE_VECTOR_KIND = "probe"  # `remove_first_write`'s one vector, deleted again at once (id `probe_vector_id`)
 PROBE_TEXT = "LucidRAG: a vector written to learn whether this collection exists; it is deleted again."
 PROBE_FILE_ID = "lucidrag-probe"  # the file id of `open_collection`'s probe vector (no file has it)
+TOMBSTONE_VECTOR_KIND = "tombstone"  # `write_tombstone`'s one vector: its file failed or was deleted
+TOMBSTONE_TEXT = ("LucidRAG: this file failed or was deleted while its vectors could not be removed; they are "
+                  "removed, never answered.")
 
 
 def probe_vector_id(file_id: str) -> str:
     """The id of the probe vector written for `file_id` (no chunk's: never taken for chunk 0)."""
     return chunk_uuid(file_id, -1)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # asked for every vector hit of every query
+def tombstone_vector_id(file_id: str) -> str:
+    """The id of the file's tombstone vector (no chunk's, nor its probe's)."""
+    return chunk_uuid(file_id, -2)
+
+
+def tombstone_vector_metadata(file_id: str) -> dict[str, Any]:
+    return {"file_id": file_id, "uuid": tombstone_vector_id(file_id), "text": TOMBSTONE_TEXT,
+            VECTOR_KIND_KEY: TOMBSTONE_VECTOR_KIND}
 
 
 def document_vector_metadata(file_id: str, text: str, name: str, file_format: str) -> dict[str, Any]:
@@ -62,13 +76,15 @@ def probe_vector_metadata(file_id: str) -> dict[str, Any]:
 
 
 def is_chunk_vector(vector_id: object, metadata: Any) -> bool:
-    """Whether a stored vector is one of a file's chunks: not its document vector nor a probe
-    (by their mark, or by their id where the backend drops it or an earlier version wrote none)."""
+    """Whether a stored vector is one of a file's chunks: not its document vector, a probe nor a
+    tombstone (by their mark, or by their id where the backend drops it or an earlier version
+    wrote none)."""
     metadata = metadata if isinstance(metadata, dict) else {}
     if metadata.get(VECTOR_KIND_KEY) is not None:
         return False
     file_id = metadata.get("file_id")
-    return file_id is None or str(vector_id) not in (document_vector_id(str(file_id)), probe_vector_id(str(file_id)))
+    return file_id is None or str(vector_id) not in (
+        document_vector_id(str(file_id)), probe_vector_id(str(file_id)), tombstone_vector_id(str(file_id)))
 
 
 def is_document_vector(vector_id: object, metadata: Any) -> bool:

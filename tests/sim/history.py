@@ -163,11 +163,13 @@ class History:
     creation_outage: bool = False
     jitter_s: float = 0.0  # each host call first waits up to this long (virtual time)
     busy: bool = False  # a thread busy beside the history's (CPU contention: worker threads' timing)
+    retry_seed: str = ""  # seeds the plugin's retry jitter (base/host.py) if set, else `seed` does
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}=True" for k in ("writes_fail", "threads", "creation_outage", "busy")
                         if getattr(self, k))
         extra += f", jitter_s={self.jitter_s!r}" if self.jitter_s else ""
+        extra += f", retry_seed={self.retry_seed!r}" if self.retry_seed else ""
         return f"History({self.seed}, {self.backend!r}, {self.steps!r}{extra})"
 
 
@@ -716,6 +718,7 @@ class Runner:
 
 def run_history(history: History) -> Violation | None:
     """Run one history on a new event loop with virtual time; the first violation, or None."""
+    random.seed(history.retry_seed or history.seed)  # the plugin's retry jitter (base/host.py): replays exactly
     loop = SimLoop()
     configure_bounded_default_executor(loop)
     blocking = threaded_blocking(loop) if history.threads else inline_blocking()

@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import random
 import selectors
 import sys
@@ -61,6 +62,9 @@ import lucidrag.vectors.vectorscan
 from lucidrag.engine import Engine
 from tests.fakes import ActionCallTimeoutError, FakeHost, HostError, hash_embed
 
+# the wall clock at virtual time 0 (`time.time()`): fixed, as what a file is named after (its
+# upload time) shapes its record and its chunks, and a seed must replay exactly
+SIM_EPOCH = float(os.environ.get("LUCIDRAG_SIM_EPOCH", "1765000000"))
 SIM_DIM = 256  # != Milvus' default 1536: a collection created by touching it refuses our vectors
 MAX_JITTER_TURNS = 8
 ROUND_TRIP_S = (0.002, 0.02)  # virtual time a host call takes, answered or refused
@@ -141,7 +145,7 @@ class _Clock(types.ModuleType):
     def __init__(self, loop: SimLoop) -> None:
         super().__init__("time")
         self._loop = loop
-        self._epoch = time.time()
+        self._epoch = SIM_EPOCH
 
     def monotonic(self) -> float:
         return self._loop.now

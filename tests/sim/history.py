@@ -732,8 +732,15 @@ def run_history(history: History) -> Violation | None:
         return Violation("hook-timeout", f"every hook waits for ever: {error}")
     finally:
         _cancel_all(loop)
-        with contextlib.suppress(Exception):
+        # The executor's shutdown joins its threads in a thread of its own: the loop waits for it
+        # for real, as for a worker thread. (Left waiting on virtual time, the loop took it for a
+        # deadlock whenever that thread was slow, and the abandoned coroutine's `thread.join()` ran
+        # later inside the garbage collector: in a thread starting up, it deadlocked the run.)
+        loop.threads += 1
+        try:
             loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.threads -= 1
         loop.close()
 
 

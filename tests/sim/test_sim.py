@@ -3,8 +3,11 @@ batches, plus every shrunk regression history. `tests/sim/run.py --seeds N` runs
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -13,6 +16,7 @@ from tests.sim.regressions import OPEN_DEFECTS, OPEN_IN_RANDOM_HISTORIES, REGRES
 
 CI_SEEDS = 200
 BATCH = 25
+THREADED_SEED = 4  # a history whose blocking work runs in real worker threads
 
 
 def explained_by_an_open_defect(violation: str) -> bool:
@@ -46,3 +50,28 @@ def test_random_histories_keep_every_invariant(first: int) -> None:
 ])
 def test_shrunk_regression_history(name: str) -> None:
     assert run_history(REGRESSIONS[name]) is None
+
+
+def test_a_history_waits_for_its_executors_shutdown_however_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's end shuts the loop's executor down and waits for it (its threads joined). When that
+    took the loop's first look (a busy machine), the virtual-time loop called it a deadlock and left
+    the coroutine half way; the garbage collector later ran its `thread.join()` inside a thread that
+    was starting, which deadlocked the whole test run (CI hung in test_sim for over an hour)."""
+    finished = []
+    shutdown = asyncio.BaseEventLoop.shutdown_default_executor
+
+    async def watched(loop: asyncio.BaseEventLoop, *args: object, **kwargs: object) -> None:
+        await shutdown(loop, *args, **kwargs)
+        finished.append(True)
+
+    def slow_join(executor: ThreadPoolExecutor, *args: object, **kwargs: object) -> None:
+        time.sleep(0.3)  # the machine is busy
+        real_shutdown(executor, *args, **kwargs)
+
+    real_shutdown = ThreadPoolExecutor.shutdown
+    monkeypatch.setattr(asyncio.BaseEventLoop, "shutdown_default_executor", watched)
+    monkeypatch.setattr(ThreadPoolExecutor, "shutdown", slow_join)
+    history = generate(THREADED_SEED)
+    assert history.threads
+    run_history(history)
+    assert finished == [True]

@@ -199,6 +199,25 @@ async def test_keyword_mode_judges_by_the_words_alone_when_the_embedding_model_f
     assert await answer(harness, UNANSWERED, search_mode="keyword") == []
 
 
+@pytest.mark.parametrize("rerank", [False, True], ids=["no-rerank", "rerank"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_operators_five_files_alone_answer_their_questions_and_not_the_kettle(mode, rerank):
+    """Issue 40's knowledge base as the operator had it: the five files alone (fewer passages than
+    the background needs, judged by the words), in every mode."""
+    host = FakePlugin(embed=model_like(0.5))
+    host.rerank_fn = overlap_rerank if rerank else None
+    harness = Harness(host)
+    for name, text in FILES.items():
+        await harness.ingest(KB, name, text.encode(), document_id=name)
+    settings = {"search_mode": mode, **({"rerank_model_uuid": "rr"} if rerank else {})}
+    assert await answer(harness, UNANSWERED, **settings) == []
+    for question, file_id in ((ANSWERED, ANSWER_FILE), ("Which level of the car park is closed?", "notice.txt"),
+                              ("How many days of annual leave do I get?", "onboarding.md"),
+                              ("Can I bring my dog to the office?", "faq.md"), ("What does decaf cost?", "prices.md")):
+        results = await answer(harness, question, **settings)
+        assert file_id in [r.metadata["file_id"] for r in results]
+
+
 async def test_no_constant_score_would_do_for_both_models():
     """Why the cut is relative: with unrelated texts 0.8 apart (as multilingual-e5 puts them) the
     unanswered question's best passage scores higher than the answered question's best with

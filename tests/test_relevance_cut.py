@@ -172,7 +172,7 @@ async def test_keyword_mode_weighs_the_same_evidence_against_its_own_lower_bar()
     """Its BM25 ranking alone answers some questions the vector search finds nothing for, so keyword
     mode answers from KEYWORD_MODE_BAR: a question between the two bars gets the passage holding its
     rare word there, and nothing in vector or hybrid mode."""
-    question = "Is the electric kettle warranty valid in the lobby?"
+    question = "Is the electric kettle warranty still valid in the lobby?"
     _, harness = await office_kb(0.5, rerank=False, meaning={question: "electric kettle warranty period"})
     assert await answer(harness, question, search_mode="vector") == []
     assert await answer(harness, question, search_mode="hybrid") == []

@@ -46,13 +46,13 @@ from lucidrag.retrieval.fusion import Candidate
 # verdict is the same whatever top_k (and the same in vector and hybrid mode).
 DEPTH = 20
 # The highest bars (0.01 steps) at which the cut costs no measured collection's own questions more
-# than 0.005 nDCG@10 or Recall@5, with MiniLM or multilingual-e5 (bench_relevance.py --replay --cap
-# 0.005): ANSWER_BAR in vector and hybrid mode, with or without a rerank model (one step higher
-# empties a long CISI query answered there), KEYWORD_MODE_BAR in keyword mode, whose BM25 ranking
-# alone answers a few questions that the vector search finds nothing for (a MedQuAD question
-# matched by one rare word). The questions a KB answers come first, at the price of most
-# unrelated questions still getting passages.
-ANSWER_BAR = 0.33
+# than 0.005 nDCG@10 or Recall@5, with MiniLM or multilingual-e5 (bench_relevance.py --replay
+# --cap 0.005): ANSWER_BAR in vector and hybrid mode, with or without a rerank model (one step
+# higher empties long CISI queries answered there with multilingual-e5), KEYWORD_MODE_BAR in
+# keyword mode, whose BM25 ranking alone answers a few questions that the vector search finds
+# nothing for (a MedQuAD question matched by one rare word). The questions a KB answers come
+# first, at the price of most unrelated questions still getting passages.
+ANSWER_BAR = 0.30
 KEYWORD_MODE_BAR = 0.27
 AGREEMENT_WEIGHT = 0.5
 CLEAR_LEAD = 0.25

@@ -192,7 +192,7 @@ class JournalSettling(KbCore):
 
         The probe goes under the file's own id where something durable names the removal (its
         journal entry, which a restart settles again) or where a restart lists the vector DB
-        (storage holds nothing of the KB: the probe is the file's tombstone, `_record_from_vectors`).
+        (storage holds nothing of the KB: a probe left there is found, `_record_from_vectors`).
         Otherwise (plugin storage refuses the entry, on a KB that had vectors) a probe landing after
         the delete, or left by a process that died between the two calls, would be named by
         nothing: it goes under PROBE_FILE_ID instead, which is swept (`sweep_probes`)."""
@@ -235,9 +235,9 @@ class JournalSettling(KbCore):
     async def sweep_probes(self, host: HostApi, collection_id: str) -> None:
         """Delete the PROBE_FILE_ID vectors that removals nothing durable named may have left
         (`remove_first_write`): after each such removal of this process (once its probe can no
-        longer land, if an answer was lost), and when a dead process left one (`_without_vectors` looks once per process,
-        within a listing it makes anyway). Only in a collection that exists (a delete of a missing
-        one makes Milvus create it with dimension 1536)."""
+        longer land, if an answer was lost), and when a dead process left one (`_without_vectors`
+        looks once per process, within a listing it makes anyway). Only in a collection that
+        exists (a delete of a missing one makes Milvus create it with dimension 1536)."""
         if not self.probe_sweep_due():
             return
         due = self.probe_sweep_at

@@ -720,12 +720,22 @@ REGRESSIONS.update({
     # after the restarts nothing names the tombstone (no record to read it beside, no discovery
     # while storage holds the KB's meta), and it stays.
     "tombstone-of-a-file-without-an-earlier-version-stays-262": History(262, 'milvus', [Step([('delete', 0)], restart=True, landed=0.3), Step([('retrieve', 3, 'keyword', 'none')], restart=True), Step([('ingest', 5, 'small', 0)], storage=1.0, vectors=0.5, landed=0.3), Step([('retrieve', 2, 'keyword', 'none')], lost=0.5, restart=True)], jitter_s=0.008),
+    # Open (OPEN_DEFECTS), found by the same run, shrunk (each fails under every string hash tried).
+    # 2421 passes on the state code before the tombstone change (42b4973) with the same simulation:
+    # the removal probe that nothing names now goes under lucidrag-probe, which a KB whose stored
+    # mark says "never had a vector" never sweeps. 4679 (not analysed) fails there too.
+    "unnamed-probe-lands-late-on-a-kb-that-never-had-a-vector-2421": History(2421, 'chroma', [Step([('create_kb', 0)], restart=True), Step([('ingest', 0, 'bad', 0)], storage=1.0, vectors=0.5, slow=1.0, landed=0.3)], jitter_s=0.008),
+    "failed-re-upload-answered-4679": History(4679, 'pgvector', [Step([('ingest', 0, 'large', 0), ('ingest', 1, 'bad', 0)], storage=1.0, landed=0.3), Step([('delete', 1)]), Step([('ingest', 2, 'small', 0)]), Step([('retrieve', 1, 'keyword', 'none'), ('ingest', 3, 'medium', 0), ('ingest', 4, 'bad', 0)], restart=True), Step([('repair', 'scan', 0), ('ingest', 2, 'small', 0)], storage=0.5, vectors=0.5, slow=1.0)], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {
     "tombstone-of-a-file-without-an-earlier-version-stays-262":
         "plugin storage refuses every call and the vector DB refuses a failed upload's removal of a possible "
         "earlier version: the tombstone written instead stays when there was none and no entry names it",
+    "unnamed-probe-lands-late-on-a-kb-that-never-had-a-vector-2421":
+        "a failed upload's removal probe under lucidrag-probe, sent while plugin storage refused everything, lands "
+        "late on a KB whose stored mark says it never had a vector: no later process may touch its collection",
+    "failed-re-upload-answered-4679": "the earlier version of a re-upload that failed is answered (not analysed)",
 }
 
 # Violations of the random histories that open defects explain (regular expressions over the

@@ -116,7 +116,8 @@ class _Found:
         ranked = [f for f in ranked if f.chunk_id not in self.chunks]
         files = [self.file_of[f.chunk_id] for f in ranked
                  if f.chunk_id in self.file_of and self.file_of[f.chunk_id] not in self.records]
-        self.records.update(await state.file_records(host, collection_id, files))
+        unconfirmed: set[str] = set()  # (its hits are no answer either: the file may have failed)
+        self.records.update(await state.file_records(host, collection_id, files, unconfirmed=unconfirmed))
         by_id: dict[str, dict[str, ChunkRecord]] = {}
         for fused in ranked:
             file_id = self.file_of.get(fused.chunk_id)
@@ -126,7 +127,7 @@ class _Found:
                 if file_id not in by_id:
                     by_id[file_id] = {c.chunk_id: c for c in record.chunks}
                 chunk = by_id[file_id].get(fused.chunk_id)
-            if chunk is None and fused.chunk_id in self.vector_hits:
+            if chunk is None and fused.chunk_id in self.vector_hits and file_id not in unconfirmed:
                 chunk = state.adopt_hit(self.vector_hits[fused.chunk_id])
             if chunk is not None:
                 self.chunks[fused.chunk_id] = chunk

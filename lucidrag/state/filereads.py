@@ -40,10 +40,12 @@ class FileReads(KbCore):
     """Reading (and, where storage lost them, rebuilding) the records of a KB's files."""
 
     async def file_records(self, host: HostApi, collection_id: str, file_ids: Iterable[str],
-                           unread: set[str] | None = None) -> dict[str, FileRecord]:
+                           unread: set[str] | None = None,
+                           unconfirmed: set[str] | None = None) -> dict[str, FileRecord]:
         """The records of these files: cached, else from plugin storage, else rebuilt from the
         file's vectors (then saved back). Files with neither are left out; those whose vectors
-        could not be read are added to `unread`."""
+        could not be read are added to `unread`, and those of them whose stored record the vector
+        DB could not confirm (no answer until it does, vector hits included) to `unconfirmed` too."""
         out: dict[str, FileRecord] = {}
         missing: list[str] = []
         for file_id in dict.fromkeys(file_ids):
@@ -58,16 +60,23 @@ class FileReads(KbCore):
         blobs = await run_bounded([lambda f=f: store.load_record_blob(f) for f in missing], LOAD_CONCURRENCY)
         stored = {r.file_id: r for r in await run_blocking(decode_records, self.kb_id, list(zip(missing, blobs)))}
         vectorless: set[str] = set()
+        unchecked: set[str] = set()
         if self.repair.trust_records:
-            vectorless = await self._without_vectors(host, collection_id, list(stored))
+            checked = await self._without_vectors(host, collection_id, list(stored))
+            if checked is None:  # the vector DB could not say: no answer until it can (seed 4656)
+                unchecked = {f for f in stored if not self.files.has_complete_vectors(f)}
+                for known in (unread, unconfirmed):
+                    if known is not None:
+                        known |= unchecked
+            vectorless = checked or set()
             for record in stored.values():
-                if record.file_id not in vectorless:
+                if record.file_id not in vectorless and record.file_id not in unchecked:
                     self.records.put(record)
                     out[record.file_id] = record
             if vectorless:
                 await self._remove_vectorless(host, collection_id, vectorless)
-        lost = [f for f in missing if f not in out and f not in vectorless and f not in self.unsettled
-                and self.may_know(f)]
+        lost = [f for f in missing if f not in out and f not in vectorless and f not in unchecked
+                and f not in self.unsettled and self.may_know(f)]
         if lost and not self.fresh:
             for record in await run_bounded([lambda f=f: self._record_from_vectors(host, collection_id, f, unread)
                                              for f in lost], LOAD_CONCURRENCY):
@@ -96,10 +105,11 @@ class FileReads(KbCore):
                         self.files.move(record.file_id, FileState.UNSAVED, record)
         return out
 
-    async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str]:
+    async def _without_vectors(self, host: HostApi, collection_id: str, file_ids: list[str]) -> set[str] | None:
         """Those of these files whose chunk-0 vector the vector DB lacks, or that have a tombstone
         (`write_tombstone`: the file failed or was deleted while storage could not say so); none
-        if it cannot be asked (or may not be touched yet: `fresh`). One listing of both ids."""
+        if it may not be touched yet (`fresh`); None if it could not be asked. One listing of
+        both ids."""
         first = {chunk_uuid(f, 0): f for f in file_ids if not self.files.has_complete_vectors(f)}
         if self.fresh or not first:
             return set()
@@ -109,10 +119,13 @@ class FileReads(KbCore):
         probe = [probe_vector_id(PROBE_FILE_ID)] if look else []
         try:
             present = await with_retries(lambda: stored_ids(host, collection_id, [*first, *tombstones, *probe]))
-        except Exception as error:  # noqa: BLE001 - unknown: the records are answered as stored
-            logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s)",
-                           self.kb_id, len(file_ids), describe(error))
-            return set()
+        except Exception as error:  # noqa: BLE001 - unknown: asked again by the next read
+            # (a failed re-upload removed the file's vectors while storage refused the removal of
+            # its record: only the vector DB can say so, so the record is no answer until it does)
+            logger.warning("kb=%s: whether %d files still have their vectors could not be learnt (%s); "
+                           "they are no answer until the vector DB answers", self.kb_id, len(file_ids),
+                           describe(error))
+            return None
         if look:
             self.probe_look_at = None
             if probe[0] in present:
@@ -131,7 +144,7 @@ class FileReads(KbCore):
             return
         async with self.lock:
             committed = sorted(f for f in file_ids if self.files.state(f) in _ANSWERED_BY_RECORD)
-            for file_id in await self._without_vectors(host, collection_id, committed):
+            for file_id in await self._without_vectors(host, collection_id, committed) or ():
                 if self.files.state(file_id) in _ANSWERED_BY_RECORD:
                     self.files.move(file_id, FileState.ABORTED, failed=True)
                     self.records.drop(file_id)

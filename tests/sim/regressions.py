@@ -713,6 +713,16 @@ REGRESSIONS.update({
     # when the hook returns, so its vectors stayed for good. Now, within the previous process's
     # landing window, the hook lists the KB's vectors once more before it returns.
     "previous-process-upsert-lands-during-the-kb-deletion-3899": History(3899, 'pgvector', [Step([('create_kb', 0)]), Step([('ingest', 0, 'small', 0)], lost=0.2), Step([('ingest', 2, 'small', 0)], storage=0.5, restart=True, outage=('get_keys', 'set'), landed=0.3), Step([('ingest', 3, 'large', 0), ('ingest', 4, 'small', 0)], storage=0.5, slow=0.2, landed=0.3), Step([('repair', 'remove_orphan_vectors', 0, 3)], restart=True), Step([('delete', 4)], lost=0.2), Step([('repair', 'scan', 0), ('ingest', 5, 'large', 0)], storage=0.5, vectors=0.2, outage=('delete', 'get'), landed=0.3), Step([('create_kb', 1), ('ingest', 6, 'small', 0)], storage=0.5, outage=('delete', 'get'), landed=0.3), Step([('ingest', 7, 'medium', 0), ('ingest', 8, 'medium', 1), ('ingest', 9, 'large', 0)], storage=0.5, outage=('delete', 'get'), landed=0.3), Step([('ingest', 10, 'medium', 1), ('retrieve', 4, 'vector', 'none')], lost=0.2, slow=0.2, restart=True), Step([('delete', 0)], kill_after=7), Step([('ingest', 11, 'small', 1)], storage=0.5, vectors=0.5, outage=('get', 'get_keys', 'set'), landed=0.3), Step([('ingest', 12, 'small', 0), ('ingest', 13, 'large', 1)], storage=0.5, outage=('get', 'get_keys', 'set'), landed=0.3), Step([('retrieve', 9, 'hybrid', 'file'), ('retrieve', 10, 'keyword', 'none')], landed=0.3), Step([('ingest', 14, 'large', 1)]), Step([('delete_kb', 1)], outage=('get', 'get_keys'), landed=0.3)], jitter_s=0.008, retry_seed='3899-33'),
+    # a re-upload FAILED while plugin storage refused everything: its rollback removed the file's
+    # vectors (the earlier version's too) but not its record; after a restart the vector DB refused
+    # the check of the record's chunk-0 vector, the record was answered as stored and keyword
+    # search returned the failed file (seed 4656, shrunk, then its faults made certain so that it
+    # fails under pytest's zero retry delays too). Now a record the vector DB could not confirm is
+    # no answer until it can.
+    "unconfirmed-record-of-a-failed-re-upload-answered-4656": History(4656, 'chroma', [
+        Step([('ingest', 0, 'small', 0)]),
+        Step([('ingest', 0, 'medium', 0)], storage=1.0, restart=True),
+        Step([('retrieve', 0, 'keyword', 'none')], vectors=1.0)]),
     # Open (OPEN_DEFECTS), found by the 5,000-seed run at 709703c (seed 262): a failed upload on a
     # KB whose collection is unknown while plugin storage refuses everything; the vector DB refuses
     # the removal of a possible earlier version, so the file's tombstone is written, but there was

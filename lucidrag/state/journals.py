@@ -195,8 +195,12 @@ class JournalSettling(KbCore):
         (storage holds nothing of the KB: a probe left there is found, `_record_from_vectors`).
         Otherwise (plugin storage refuses the entry, on a KB that had vectors) a probe landing after
         the delete, or left by a process that died between the two calls, would be named by
-        nothing: it goes under PROBE_FILE_ID instead, which is swept (`sweep_probes`)."""
-        probe_file = file_id if await self._removal_named(host, file_id) else PROBE_FILE_ID
+        nothing: it goes under PROBE_FILE_ID instead, which is swept (`sweep_probes`) -- but not
+        while the stored meta, unread, may say "never had a vector": no process sweeps such a KB's
+        collection, while this process's `reconcile` removes the file's vectors once it has read
+        the meta (seed 2421)."""
+        probe_file = file_id if await self._removal_named(host, file_id) or (
+            self.meta.may_say_empty and self.meta.mark is not Mark.SOME) else PROBE_FILE_ID
         try:
             await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files, probe_file)
         finally:

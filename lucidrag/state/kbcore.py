@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from lucidrag.base.blocking import run_blocking
-from lucidrag.base.budget import budget, holding, remaining
+from lucidrag.base.budget import BudgetSpent, budget, holding, remaining
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.writegate import WriteGate
 from lucidrag.index.segindex import KeywordHit, SegmentIndex
@@ -343,15 +343,20 @@ class KbCore:
         if not self.loaded:  # an index that never loaded its snapshot must not overwrite it
             self.snapshot.dirty = True
             return False
-        async with self.snapshot.guard:
-            if not await self._name_unsaved_files(store):
-                self.snapshot.dirty = True
-                return False
-            async with self.index_guard:
-                changes = await run_blocking(self.index.take_changes)
-            written = await self.snapshot.write(store, changes)
-            self._doubt_emptiness(written)
-            return written
+        try:
+            # within the hook's deadline: a commit holds the guard up to its own, later one (seed 5139)
+            async with holding(self.snapshot.guard):
+                if not await self._name_unsaved_files(store):
+                    self.snapshot.dirty = True
+                    return False
+                async with self.index_guard:
+                    changes = await run_blocking(self.index.take_changes)
+                written = await self.snapshot.write(store, changes)
+                self._doubt_emptiness(written)
+                return written
+        except BudgetSpent:  # (only the guard's wait raises it: the store's calls answer False)
+            self.snapshot.dirty = True
+            return False
 
     async def _name_unsaved_files(self, store: KbStore) -> bool:
         """Whether a record, the index or the meta may be saved now. While plugin storage holds

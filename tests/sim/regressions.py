@@ -742,6 +742,10 @@ REGRESSIONS.update({
     # analysed) fails there too.
     "unnamed-probe-lands-late-on-a-kb-that-never-had-a-vector-2421": History(2421, 'chroma', [Step([('create_kb', 0)], restart=True), Step([('ingest', 0, 'bad', 0)], storage=1.0, vectors=0.5, slow=1.0, landed=0.3)], jitter_s=0.008),
     "failed-re-upload-answered-4679": History(4679, 'pgvector', [Step([('ingest', 0, 'large', 0), ('ingest', 1, 'bad', 0)], storage=1.0, landed=0.3), Step([('delete', 1)]), Step([('ingest', 2, 'small', 0)]), Step([('retrieve', 1, 'keyword', 'none'), ('ingest', 3, 'medium', 0), ('ingest', 4, 'bad', 0)], restart=True), Step([('repair', 'scan', 0), ('ingest', 2, 'small', 0)], storage=0.5, vectors=0.5, slow=1.0)], jitter_s=0.008),
+    # Found by seeds 5000-5999 at 42c9a67 (seed 5139, shrunk): a delete's upkeep waited for the
+    # index snapshot's write guard without a bound while an upload's commit held it, its journal
+    # write taking the commit's later deadline: delete_document outlived LangBot's 30 s
+    "delete-waits-for-a-commits-index-write-past-its-time-5139": History(5139, 'chroma', [Step([('create_kb', 0)], lost=0.2), Step([('ingest', 0, 'small', 0)]), Step([('ingest', 1, 'bad', 0)]), Step([('retrieve', 1, 'hybrid', 'none'), ('ingest', 2, 'small', 0)], landed=0.3), Step([('retrieve', 2, 'hybrid', 'not-file')], vectors=0.5, restart=True), Step([('ingest', 1, 'medium', 0), ('retrieve', 1, 'hybrid', 'none'), ('ingest', 3, 'large', 0)], slow=0.5), Step([('delete', 0), ('ingest', 4, 'small', 0)], lost=0.2)], creation_outage=True, jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {

@@ -57,13 +57,15 @@ class JournalSettling(KbCore):
                 continue  # whether the collection exists is unknown yet: no call may create it
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
                 failed = self.files.facts(file_id).failed  # (else deleted before they could be touched)
+                # `only`: another hook's `reconcile` may have settled it meanwhile (TOMBSTONED, its
+                # entry carrying the dimension a late write's removal needs): never again (seed 5640)
                 if self.fresh:
                     await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> FAILED / DELETED
-                        host, store, collection_id, file_id, dim), failed=failed)
+                        host, store, collection_id, file_id, dim), failed=failed, only=FileState.ABORTED)
                     continue
                 await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
                 self.files.set_first_write_dim(file_id, None)
-                await self.delete_file(store, file_id, failed=failed)  # ABORTED -> FAILED / DELETED
+                await self.delete_file(store, file_id, failed=failed, only=FileState.ABORTED)  # -> FAILED / DELETED
                 continue
             try:
                 entry = await store.read_journal(file_id, strict=True)

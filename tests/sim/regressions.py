@@ -746,6 +746,12 @@ REGRESSIONS.update({
     # index snapshot's write guard without a bound while an upload's commit held it, its journal
     # write taking the commit's later deadline: delete_document outlived LangBot's 30 s
     "delete-waits-for-a-commits-index-write-past-its-time-5139": History(5139, 'chroma', [Step([('create_kb', 0)], lost=0.2), Step([('ingest', 0, 'small', 0)]), Step([('ingest', 1, 'bad', 0)]), Step([('retrieve', 1, 'hybrid', 'none'), ('ingest', 2, 'small', 0)], landed=0.3), Step([('retrieve', 2, 'hybrid', 'not-file')], vectors=0.5, restart=True), Step([('ingest', 1, 'medium', 0), ('retrieve', 1, 'hybrid', 'none'), ('ingest', 3, 'large', 0)], slow=0.5), Step([('delete', 0), ('ingest', 4, 'small', 0)], lost=0.2)], creation_outage=True, jitter_s=0.008),
+    # Seed 5640, shrunk: two hooks' `reconcile` settled the same ABORTED query probe (its upsert's
+    # answer lost) of a KB whose stored meta says "never had a vector"; the first left its entry
+    # "0 chunks" with the probe's dimension for the next process (TOMBSTONED), the second wrote the
+    # entry again without it, so the next process took it for "nothing written" and the late probe
+    # stayed under lucidrag-probe
+    "second-reconcile-drops-a-late-probes-dimension-5640": History(5640, 'chroma', [Step([('create_kb', 1)], slow=1.0), Step([('ingest', 3, 'medium', 1), ('ingest', 5, 'small', 1)], kill_at=0.7526365374816506), Step([('create_kb', 2)], storage=1.0), Step([('delete', 5)], restart=True, landed=0.3), Step([('ingest', 8, 'small', 1)], storage=0.5, lost=0.5, outage=('delete', 'get'), landed=0.3), Step([('repair', 'retry_saving_records', 2)]), Step([('ingest', 10, 'small', 2)], kill_after=8, landed=0.3), Step([('repair', 'scan', 1)], outage=('delete',), landed=0.3), Step([('retrieve', 10, 'vector', 'none')], slow=1.0), Step([('ingest', 12, 'small', 1), ('ingest', 13, 'medium', 1)])], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {

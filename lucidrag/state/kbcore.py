@@ -180,10 +180,12 @@ class KbCore:
                                    or self.files.record_stored(file_id))
 
     def may_have_committed(self, file_id: str) -> bool:
-        """`has_committed`, or this process cannot tell: the KB may have had vectors and plugin
-        storage could not be listed, or holds nothing of the KB (its files are in the vector DB
-        alone) while they are still being found there."""
-        if self.has_committed(file_id) or self.files.state(file_id) is FileState.JOURNALLED:
+        """`has_committed`, or storage has its record (also while the collection may not exist,
+        the meta unread: seed 4679), or this process cannot tell: the KB may have had vectors and
+        plugin storage could not be listed, or holds nothing of the KB (its files are in the
+        vector DB alone) while they are still being found there."""
+        if (self.has_committed(file_id) or self.files.record_stored(file_id)
+                or self.files.state(file_id) is FileState.JOURNALLED):
             return True  # (a dead process's upload of it, which `reconcile` would adopt if complete)
         return not self.never_had_vectors and (
             file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed

@@ -20,6 +20,7 @@ from tests.conftest import Harness
 KB = "kb-hostile"
 SIZE = 512
 LINE_BOUND = 4 * SIZE  # lucidrag.base.limits.LONG_LINE_FACTOR × the default chunk_size
+BLOCK_BOUND = 16 * SIZE  # lucidrag.base.limits.SPLITTER_BLOCK_FACTOR × the default chunk_size
 
 
 def settings(**kwargs):
@@ -109,12 +110,28 @@ async def test_a_2mb_line_without_whitespace_ingests_with_linear_chunks(harness:
     assert _longest_line(splitter_inputs) <= LINE_BOUND
 
 
-def test_normal_prose_is_chunked_exactly_as_without_the_guard(splitter_inputs):
-    # The guard only touches lines longer than LONG_LINE_FACTOR × chunk_size.
+def test_normal_prose_is_chunked_exactly_as_without_the_guards(splitter_inputs):
+    # The line guard only touches lines longer than LONG_LINE_FACTOR × chunk_size; the splitter,
+    # handed the text in blocks, cuts the units it cuts from the whole text.
     text = "\n\n".join(f"Paragraph {i}. " + "Words of a normal sentence here. " * 10 for i in range(300))
     assert chunking.bounded_runs(text.strip(), SIZE, 64) == [(text.strip(), True)]
     assert chunking.split_text(text, SIZE, 64) == chunking._pack_text(text.strip(), SIZE, 64)
-    assert splitter_inputs[0] == text.strip()
+    assert max(map(len, splitter_inputs)) <= BLOCK_BOUND < len(text)
+    whole = chunking.TextSplitter(SIZE // 8, overlap=0, trim=True).chunk_indices(text)
+    assert chunking._splitter_spans(text, SIZE // 8, SIZE) == [(o, o + len(c)) for o, c in whole]
+
+
+def test_a_text_of_many_short_lines_reaches_the_splitter_only_in_bounded_blocks(splitter_inputs):
+    # The splitter rescans the rest of its input for every unit it cuts: 9.5 MB of "ab\n" in one
+    # call ran for over half an hour (quadratic), in bounded blocks it takes seconds.
+    text = "ab\n" * 200_000
+    pieces = chunking.split_text(text, SIZE, 64)
+
+    assert max(map(len, splitter_inputs)) <= BLOCK_BOUND
+    assert sum(map(len, splitter_inputs)) <= 1.2 * len(text)  # each character handed over about once
+    assert all(len(p) <= SIZE for p in pieces)
+    assert "".join(p.replace("\n", "") for p in pieces).count("ab") >= 200_000  # nothing dropped
+    assert len(pieces) <= 1.3 * len(text) / (SIZE - 64)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ PDF_MAX_CONTENT_BYTES = 200 * 1024 * 1024
 # breaks: lines longer than this many chunk sizes are cut before it (unbreakable runs into
 # fixed windows).
 LONG_LINE_FACTOR = 4
+# The splitter rescans the rest of its input for every chunk it cuts (quadratic in a section of
+# many short lines): it is handed blocks of at most this many chunk sizes (_splitter_spans).
+SPLITTER_BLOCK_FACTOR = 16
 # A table whose header rows are longer than this share of chunk_size is cut into column groups
 # (each repeating the first column) instead of repeating the whole header in every piece.
 WIDE_TABLE_HEADER_SHARE = 0.5

@@ -14,9 +14,10 @@ A headless document's first line is taken as its title when it is short, ends wi
 punctuation and a blank line follows (`_with_title`; not in JSON, whose lines are data): it
 becomes the heading of that text.
 
-Two guards keep the work linear on hostile input: lines longer than the splitter can handle are
-cut into bounded runs first (bounded_runs), and tables too wide to repeat their header are cut
-into column groups (column_groups).
+Three guards keep the work linear on hostile input: lines longer than the splitter can handle
+are cut into bounded runs first (bounded_runs), the splitter is handed a long text in bounded
+blocks (_splitter_spans), and tables too wide to repeat their header are cut into column groups
+(column_groups).
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
 body, so a chunk stands on its own when embedded and shown to the model; the keyword index scores
@@ -31,7 +32,12 @@ from functools import lru_cache
 
 from semantic_text_splitter import TextSplitter
 
-from lucidrag.base.limits import LONG_LINE_FACTOR, TITLE_MAX_CHARS, WIDE_TABLE_HEADER_SHARE
+from lucidrag.base.limits import (
+    LONG_LINE_FACTOR,
+    SPLITTER_BLOCK_FACTOR,
+    TITLE_MAX_CHARS,
+    WIDE_TABLE_HEADER_SHARE,
+)
 from lucidrag.base.settings import CreationSettings
 from lucidrag.ingestion.document import Document, Section
 
@@ -387,7 +393,7 @@ class _Atom:
 def _atoms(text: str, size: int) -> list[_Atom]:
     """Small units (at most size/8 characters) that a cut may fall between, each with the kind of
     boundary that follows it, from semantic-text-splitter's own boundaries."""
-    spans = [(o, o + len(c)) for o, c in _splitter(max(16, size // 8), 0).chunk_indices(text)]
+    spans = _splitter_spans(text, max(16, size // 8), size)
     atoms: list[_Atom] = []
     for (start, end), (next_start, _) in zip(spans, spans[1:] + [(len(text), 0)]):
         gap = text[end:next_start]
@@ -402,6 +408,41 @@ def _atoms(text: str, size: int) -> list[_Atom]:
             cut = _WORD if gap else _CHAR
         atoms.append(_Atom(start, end, cut))
     return atoms
+
+
+def _splitter_spans(text: str, capacity: int, size: int) -> list[tuple[int, int]]:
+    """semantic-text-splitter's chunks of `text` (at most `capacity` characters), as (start, end)
+    offsets, found block by block: the splitter is never handed more than
+    SPLITTER_BLOCK_FACTOR × size characters.
+
+    The splitter rescans the rest of its input for every chunk it cuts, so its time grows with
+    the square of the text when the text has many short lines (9.5 MB of "ab\n" ran for over
+    half an hour). A block ends at a line break in its second half; its chunks that end within
+    `size` of that cut are dropped and the next block starts where the last one kept ends. The
+    splitter cuts each chunk from where the one before ended and only looks about `capacity`
+    characters ahead, so the chunks are those of the whole text."""
+    block = SPLITTER_BLOCK_FACTOR * size
+    splitter = _splitter(capacity, 0)
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        last_block = len(text) - start <= block
+        stop = len(text) if last_block else _block_end(text, start + block // 2, start + block)
+        found = [(start + o, start + o + len(c)) for o, c in splitter.chunk_indices(text[start:stop])]
+        if last_block:
+            return spans + found
+        kept = [span for span in found if span[1] <= stop - size] or found[:1]
+        if not kept:  # nothing but whitespace in this block
+            start = stop
+            continue
+        spans.extend(kept)
+        start = kept[-1][1]
+
+
+def _block_end(text: str, low: int, high: int) -> int:
+    """The last line break in text[low:high] (just after it), else high."""
+    cut = text.rfind("\n", low, high)
+    return high if cut < 0 else cut + 1
 
 
 def _pack(atoms: list[_Atom], size: int) -> list[tuple[int, int]]:

@@ -175,26 +175,26 @@ class FileReads(KbCore):
         if any(str(item.get("id")) == tombstone_vector_id(file_id) for item in items):
             # the file failed or was deleted where plugin storage could not say so, and the delete
             # of its vectors failed (`write_tombstone`)
-            if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
-                    and file_id not in self.index):
-                self.files.move(file_id, FileState.ABORTED)
-                logger.warning("kb=%s doc=%s: %d vectors of a failed or deleted file found; they are removed",
-                               self.kb_id, file_id, len(items))
+            self._abort_leftovers(file_id, items, "a failed or deleted file")
             return None
         if not any(str(item.get("id")) == first for item in items):
             if time.monotonic() < self.previous_writes_until and unread is not None:
                 unread.add(file_id)  # the previous process's last writes may still land: judged later
                 return None
-            if (self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX)
-                    and file_id not in self.index):
-                self.files.move(file_id, FileState.ABORTED)
-                logger.warning("kb=%s doc=%s: %d vectors of an unfinished ingest found; they are removed",
-                               self.kb_id, file_id, len(items))
+            self._abort_leftovers(file_id, items, "an unfinished ingest")
             return None
         record = await run_blocking(FileRecord.from_vector_items, file_id, items)
         if record.chunks:
             self.files.vectors_complete(file_id)
         return record if record.chunks else None
+
+    def _abort_leftovers(self, file_id: str, items: list[dict[str, Any]], why: str) -> None:
+        """Vectors that are `why` (what left them) and no answer: their file, if nothing else
+        answers it (the index, a known commit), becomes ABORTED, and `reconcile` deletes them."""
+        if self.files.state(file_id) in (None, FileState.COMMITTED, FileState.TO_INDEX) and file_id not in self.index:
+            self.files.move(file_id, FileState.ABORTED)
+            logger.warning("kb=%s doc=%s: %d vectors of %s found; they are removed", self.kb_id, file_id,
+                           len(items), why)
 
     def adopt_hit(self, result: dict[str, Any]) -> ChunkRecord | None:
         """A vector search returned a chunk we have no record of (storage lost): learn it from its

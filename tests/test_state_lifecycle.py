@@ -181,6 +181,28 @@ async def test_a_failed_re_upload_whose_removal_both_stores_refuse_leaves_a_tomb
     assert "Tieguanyin" in (await back.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
 
 
+@pytest.mark.parametrize("backend", ["chroma", "milvus"])
+async def test_vectors_of_a_failed_new_file_nothing_names_are_swept_by_the_next_process(backend: str):
+    """Plugin storage refuses everything and the vector DB refuses the removal of a failed
+    upload's possible earlier version: its probe and tombstone are all the file has, and nothing
+    names it once the process dies before its `reconcile` (seeds 262, 5722). The removal leaves a
+    sweep note naming the file under PROBE_FILE_ID, which the next process finds and sweeps,
+    the file's vectors with it, also where the backend keeps only text, file id and uuid."""
+    host = FakePlugin.milvus() if backend == "milvus" else FakePlugin()
+    await Harness(host).ingest(KB, "tea.txt", TEA)
+    back = restarted(host)  # its storage refuses everything from the start: the meta unread
+    for method in (*STORAGE_CALLS, "vector_delete"):
+        back.host.fail(method)
+    failed = await back.ingest(KB, "new.txt", b"", document_id="new-file")
+    assert failed.status == DocumentStatus.FAILED
+    assert tombstone_vector_id("new-file") in {m["uuid"] for m in host.vectors_of(KB, "new-file")}
+    later = restarted(host)  # the failing process died; the previous one's calls can no longer land
+    await later.retrieve(KB, "anything")
+    assert host.vectors_of(KB, "new-file") == [], "the failed file's vectors stayed"
+    assert host.vectors_of(KB, PROBE_FILE_ID) == [], "the sweep note stayed"
+    assert "Tieguanyin" in (await later.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
+
+
 async def test_probe_vectors_nothing_named_are_swept_once_earlier_calls_landed(host, monkeypatch):
     """A removal's probe that nothing durable names goes under PROBE_FILE_ID; a process that died
     may have left one there (or it landed late): every process deletes PROBE_FILE_ID's vectors

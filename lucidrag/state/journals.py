@@ -18,12 +18,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, with_retries
-from lucidrag.state.kbcore import KbCore
-from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
@@ -31,17 +29,17 @@ from lucidrag.state.records import (
     FileRecord,
     chunk_uuid,
     is_chunk_vector,
-    probe_vector_id,
     probe_vector_metadata,
     tombstone_vector_metadata,
 )
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed
+from lucidrag.state.sweeps import ProbeSweeps, sweep_note_markers, upsert_markers
 from lucidrag.vectors.vectorscan import LIST_WINDOW, file_vectors
 
 logger = logging.getLogger(__name__)
 
 
-class JournalSettling(KbCore):
+class JournalSettling(ProbeSweeps):
     """Settling journal entries left by ingests that never committed, and first writes."""
 
     async def reconcile(self, host: HostApi, collection_id: str, deadline: float) -> None:
@@ -200,11 +198,15 @@ class JournalSettling(KbCore):
         nothing: it goes under PROBE_FILE_ID instead, which is swept (`sweep_probes`) -- but not
         while the stored meta, unread, may say "never had a vector": no process sweeps such a KB's
         collection, while this process's `reconcile` removes the file's vectors once it has read
-        the meta (seed 2421)."""
-        probe_file = file_id if await self._removal_named(host, file_id) or (
-            self.meta.may_say_empty and self.meta.mark is not Mark.SOME) else PROBE_FILE_ID
+        the meta (seed 2421). There the probe carries a sweep note for a process that reads a
+        meta saying the KB had vectors (seeds 2781, 5722: this one died first)."""
+        named = await self._removal_named(host, file_id)
+        probe_file = file_id if named or (self.meta.may_say_empty and self.meta.mark is not Mark.SOME) \
+            else PROBE_FILE_ID
+        note = None if named or probe_file != file_id else (
+            lambda: self.send_sweep_note(host, collection_id, file_id, dim))
         try:
-            await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files, probe_file)
+            await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files, probe_file, note)
         finally:
             if probe_file == PROBE_FILE_ID:  # swept at once (its delete may have failed), or once it
                 # can no longer land if an answer was lost
@@ -229,56 +231,52 @@ class JournalSettling(KbCore):
         refused to note it: one vector of `dim` (the model's) under the file's id, `vector_kind`
         "tombstone", says so to a restart, which removes the file instead of answering its record
         (`_without_vectors`) or adopting its vectors (`_record_from_vectors`). A delete of the
-        file's vectors removes it with them. Raises if it could not be written."""
-        await write_tombstone(host, collection_id, file_id, dim, self.files)
+        file's vectors removes it with them. A restart that never meets the file (there was no
+        earlier version) finds its sweep note instead (`sweep_probes`; seed 262). Raises if it
+        could not be written."""
+        self.note_for_sweep(file_id, dim)  # in the same call: a process killed after it leaves both
+        await upsert_markers(host, collection_id, file_id, dim, self.files,
+                              [tombstone_vector_metadata(file_id), *sweep_note_markers(file_id)])
         if self.fresh:  # its removal re-creates the collection first (`first_write_remover`)
             self.files.set_first_write_dim(file_id, dim)
-
-    def probe_sweep_due(self) -> bool:
-        return (self.probe_sweep_at is not None and time.monotonic() >= self.probe_sweep_at
-                and self.loaded and not self.fresh)
-
-    async def sweep_probes(self, host: HostApi, collection_id: str) -> None:
-        """Delete the PROBE_FILE_ID vectors that removals nothing durable named may have left
-        (`remove_first_write`): after each such removal of this process (once its probe can no
-        longer land, if an answer was lost), and when a dead process left one (`_without_vectors`
-        looks once per process, within a listing it makes anyway). Only in a collection that
-        exists (a delete of a missing one makes Milvus create it with dimension 1536)."""
-        if not self.probe_sweep_due():
-            return
-        due = self.probe_sweep_at
-        await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))
-        if self.probe_sweep_at == due:  # (no removal under PROBE_FILE_ID was sent meanwhile)
-            self.probe_sweep_at = None
-
-
-async def write_tombstone(host: HostApi, collection_id: str, file_id: str, dim: int, notes: LateWriteNotes) -> None:
-    """`KnowledgeBaseState.write_tombstone`."""
-    vector = [0.0] * dim
-    vector[0] = 1.0
-    metadata = tombstone_vector_metadata(file_id)
-    await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
-        collection_id=collection_id, vectors=[vector], ids=[metadata["uuid"]], metadata=[metadata],
-        documents=[metadata["text"]])))
-
+        await self.withdraw_note_unless_looked_for(host, collection_id, file_id)
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
                              first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None,
-                             probe_file: str | None = None) -> None:
+                             probe_file: str | None = None,
+                             note: Callable[[], Awaitable[None]] | None = None) -> None:
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state);
-    the probe under `probe_file` (default: `file_id`; another is deleted before the file)."""
+    the probe under `probe_file` (default: `file_id`; another is deleted before the file). `note`
+    is awaited if vectors of the file may be left (a delete failed, or an upsert's answer was lost:
+    it may land after the delete) once the probe's upsert has answered (the collection exists)."""
     probe_file = probe_file or file_id
-    probe = [0.0] * dim
-    probe[0] = 1.0
-    probe_id = probe_vector_id(probe_file)  # no chunk's id: never taken for chunk 0, the completion mark
-    notes = late_writes if late_writes is not None else LostAnswers()
-    metadata = probe_vector_metadata(probe_file)
-    # concurrent creators race on Milvus Lite; not waited for past the hook's deadline (an upload's
-    # first write may take its SDK timeouts)
-    async with holding(first_write or asyncio.Lock()):
-        await with_retries(lambda: send(notes, file_id, dim, lambda: host.vector_upsert(
-            collection_id=collection_id, vectors=[probe], ids=[probe_id], metadata=[metadata],
-            documents=[metadata["text"]])))
-    if probe_file != file_id:  # first: the collection exists now, and the file's delete may fail
-        await with_retries(lambda: host.vector_delete(collection_id, file_ids=[probe_file]))
-    await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))
+    lost = LostAnswers()
+    notes = _Both(late_writes, lost) if late_writes is not None else lost
+    upserted = False
+    try:
+        # concurrent creators race on Milvus Lite; not waited for past the hook's deadline (an
+        # upload's first write may take its SDK timeouts). The probe's id is no chunk's: never
+        # taken for chunk 0, the completion mark.
+        async with holding(first_write or asyncio.Lock()):
+            await upsert_markers(host, collection_id, file_id, dim, notes, [probe_vector_metadata(probe_file)])
+        upserted = True
+        if probe_file != file_id:  # first: the collection exists now, and the file's delete may fail
+            await with_retries(lambda: host.vector_delete(collection_id, file_ids=[probe_file]))
+        await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))
+    except Exception:
+        if note is not None and upserted:
+            await note()
+        raise
+    if lost.lost and note is not None:
+        await note()
+
+
+class _Both:
+    """Late-write notes kept in two places."""
+
+    def __init__(self, first: LateWriteNotes, second: LateWriteNotes) -> None:
+        self.first, self.second = first, second
+
+    def unanswered(self, file_id: str, dim: int | None = None) -> None:
+        self.first.unanswered(file_id, dim)
+        self.second.unanswered(file_id, dim)

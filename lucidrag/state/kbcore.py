@@ -71,9 +71,15 @@ class KbCore:
     # from then on PROBE_FILE_ID's vectors are deleted (`sweep_probes`): a removal of this process
     # that nothing durable named may have left its probe there; None: nothing to do
     probe_sweep_at: float | None = None
-    # from then on the next chunk-0 listing (`_without_vectors`) also looks for such a probe that a
-    # dead process left, once (then it is swept); None: looked
+    # from then on the next chunk-0 listing (`_without_vectors`), or else upkeep, looks once for
+    # such a probe that a dead process left (then it is swept); None: looked
     probe_look_at: float | None = None
+    # files this process wrote a sweep note for (`JournalSettling.note_for_sweep`), how many notes
+    # it sent, and their vectors' dimension (what a sweep of a collection that may be missing
+    # re-creates it with)
+    noted: set[str] = field(default_factory=set)
+    notes_sent: int = 0
+    note_dim: int | None = None
     # a save of a record, the meta or the index failed while storage held nothing of the KB: it may
     # have landed all the same (LangBot may do a write whose answer the plugin never gets), so that
     # emptiness names no new file until a listing shows it still holds nothing (`_empty_confirmed`)

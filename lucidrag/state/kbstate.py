@@ -228,7 +228,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                     or self.journals or self.snapshot.needs_upkeep()
                     or any(not self._being_written(p) for p in self.stray_parts)
                     or (self.loaded and (self.indexing or (self.repair.mode is RepairMode.TO_LOOK and not self.fresh)))
-                    or self.probe_sweep_due())
+                    or self.probe_look_due() or self.probe_sweep_due())
 
     async def upkeep(self, host: HostApi, collection_id: str, deadline: float, index: bool = True) -> None:
         """Continue this KB's unfinished work until `deadline`. With `index`, also index what the
@@ -248,6 +248,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             if not self.loaded:
                 return
         await self.reconcile(host, collection_id, deadline)
+        await self.look_for_probes(host, collection_id)
         await self.sweep_probes(host, collection_id)
         if index and self.indexing and not self.indexing_lock.locked():
             await self.continue_indexing(host, collection_id, deadline)

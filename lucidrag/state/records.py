@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import uuid
 import zlib
 from dataclasses import dataclass, field
@@ -60,6 +61,32 @@ def tombstone_vector_metadata(file_id: str) -> dict[str, Any]:
             VECTOR_KIND_KEY: TOMBSTONE_VECTOR_KIND}
 
 
+# `sweep_note_metadata`'s one vector under PROBE_FILE_ID: the file it names failed or was deleted where
+# nothing durable in plugin storage says so, and vectors of it (a tombstone, a probe) may be left
+SWEEP_NOTE_KIND = "sweep-note"
+_SWEEP_NOTE_TEXT = ("LucidRAG: the vectors of file {file_id} are removed (it failed or was deleted while plugin "
+                    "storage could not note it); this note goes with them.")
+_SWEEP_NOTE_FILE = re.compile(r"^LucidRAG: the vectors of file (.+) are removed \(")
+
+
+def sweep_note_id(file_id: str) -> str:
+    """The id of the sweep note naming `file_id` (no chunk's, probe's nor tombstone's)."""
+    return chunk_uuid(file_id, -3)
+
+
+def sweep_note_metadata(file_id: str) -> dict[str, Any]:
+    """A sweep note lives under PROBE_FILE_ID, which one listing finds whatever file it names, and
+    names its file in its text, which every backend keeps."""
+    return {"file_id": PROBE_FILE_ID, "uuid": sweep_note_id(file_id), "text": _SWEEP_NOTE_TEXT.format(file_id=file_id),
+            VECTOR_KIND_KEY: SWEEP_NOTE_KIND}
+
+
+def noted_file(item: dict[str, Any]) -> str | None:
+    """The file a listed sweep note names (None: the item is no sweep note)."""
+    match = _SWEEP_NOTE_FILE.match(str((item.get("metadata") or {}).get("text") or ""))
+    return match.group(1) if match else None
+
+
 def document_vector_metadata(file_id: str, text: str, name: str, file_format: str) -> dict[str, Any]:
     """Flat metadata of a file's document vector: the text it embeds (the file's title and
     opening), so that anyone opening the collection can tell what it is, and the mark."""
@@ -76,13 +103,15 @@ def probe_vector_metadata(file_id: str) -> dict[str, Any]:
 
 
 def is_chunk_vector(vector_id: object, metadata: Any) -> bool:
-    """Whether a stored vector is one of a file's chunks: not its document vector, a probe nor a
-    tombstone (by their mark, or by their id where the backend drops it or an earlier version
+    """Whether a stored vector is one of a file's chunks: not its document vector, a probe, a sweep
+    note nor a tombstone (by their mark, or by their id where the backend drops it or an earlier version
     wrote none)."""
     metadata = metadata if isinstance(metadata, dict) else {}
     if metadata.get(VECTOR_KIND_KEY) is not None:
         return False
     file_id = metadata.get("file_id")
+    if file_id == PROBE_FILE_ID:  # probes and sweep notes (whose ids are no function of it)
+        return False
     return file_id is None or str(vector_id) not in (
         document_vector_id(str(file_id)), probe_vector_id(str(file_id)), tombstone_vector_id(str(file_id)))
 

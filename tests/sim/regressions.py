@@ -754,6 +754,14 @@ REGRESSIONS.update({
     # entry again without it, so the next process took it for "nothing written" and the late probe
     # stayed under lucidrag-probe
     "second-reconcile-drops-a-late-probes-dimension-5640": History(5640, 'chroma', [Step([('create_kb', 1)], slow=1.0), Step([('ingest', 3, 'medium', 1), ('ingest', 5, 'small', 1)], kill_at=0.7526365374816506), Step([('create_kb', 2)], storage=1.0), Step([('delete', 5)], restart=True, landed=0.3), Step([('ingest', 8, 'small', 1)], storage=0.5, lost=0.5, outage=('delete', 'get'), landed=0.3), Step([('repair', 'retry_saving_records', 2)]), Step([('ingest', 10, 'small', 2)], kill_after=8, landed=0.3), Step([('repair', 'scan', 1)], outage=('delete',), landed=0.3), Step([('retrieve', 10, 'vector', 'none')], slow=1.0), Step([('ingest', 12, 'small', 1), ('ingest', 13, 'medium', 1)])], jitter_s=0.008),
+    # Seeds 2781 and 5722, shrunk: a failed upload of a new file on a KB that had vectors, plugin
+    # storage refusing everything (the meta unread): its removal's probe went under the file's id
+    # (2421's rule) and landed late (2781), or its delete and the tombstone's were refused in
+    # turns until a tombstone got through (5722); the process was replaced before its `reconcile`
+    # and nothing named the file. Now the removal leaves a sweep note naming the file under
+    # lucidrag-probe, which the next process finds and sweeps (with the file's vectors).
+    "late-probe-of-a-failed-new-file-nothing-names-2781": History(2781, 'chroma', [Step([('ingest', 0, 'medium', 0)]), Step([('ingest', 1, 'medium', 0), ('retrieve', 0, 'vector', 'not-file'), ('ingest', 2, 'bad', 0)], kill_after=4, outage=('set',), landed=0.3), Step([('ingest', 3, 'small', 0)], storage=1.0, slow=0.5), Step([('delete_kb', 0)], restart=True)], jitter_s=0.008),
+    "tombstone-of-a-failed-new-file-nothing-names-5722": History(5722, 'milvus', [Step([('create_kb', 2)]), Step([('ingest', 11, 'medium', 2)], restart=True, outage=('delete',), landed=0.3), Step([('ingest', 12, 'small', 2)], storage=1.0, vectors=0.5, restart=True)], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

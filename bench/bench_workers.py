@@ -8,7 +8,7 @@ docs/BENCHMARKS.md ("Parse workers").
   RSS and address space after OCR (the models load once per worker)
 - per file, the boundary's cost: the same bytes parsed in this process (`parse_file`, as the parse
   threads did) and through a worker (`parse_upload`), interleaved, median of --repeat; bytes moved
-  (pickled request and answer)
+  (pickled request and answer); the same for chunking (`chunk_document` / `chunk_upload`)
 - whole ingests through tests/conftest.py's Harness, the chunks compared: in worker processes vs.
   parsed in a thread of this process (the seam tests/sim uses, i.e. the old path)
 - a worker killed (cancelled job) until its pid is gone, and a reader that aborts until the next
@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lucidrag.base import limits, workers  # noqa: E402
+from lucidrag.base.settings import parse_creation_settings  # noqa: E402
+from lucidrag.ingestion.chunking import chunk_document  # noqa: E402
 from lucidrag.ingestion import isolation  # noqa: E402
 from lucidrag.ingestion.parsing import parse_file  # noqa: E402
 from tests import ocr_samples, samples, worker_readers  # noqa: E402
@@ -81,6 +83,31 @@ async def boundary(repeat: int) -> None:
         answer = len(pickle.dumps(("ok", document, [], 0), 5))
         a, b = statistics.median(inline) * 1000, statistics.median(worker) * 1000
         print(f"| {label} | {len(data):,} | {a:.1f} ms | {b:.1f} ms | {b - a:+.1f} ms | "
+              f"{request:,} + {answer:,} B |")
+
+
+async def chunk_boundary(repeat: int) -> None:
+    """Chunking: `chunk_document` in this process vs. `chunk_upload` through a worker."""
+    settings = parse_creation_settings({"embedding_model_uuid": "m"})
+    print("\n| chunked file | chunks | in this process | in a worker | boundary | moved (request + answer) |")
+    print("|---|---|---|---|---|---|")
+    uploads = {label: data for label, data in files().items() if "OCR" not in label}
+    uploads["parts.txt (4 MB)"] = long_text(10_000)
+    for label, data in uploads.items():
+        document = parse_file(data, name_of(label))
+        inline, worker = [], []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            chunked = chunk_document(document, settings)
+            inline.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            remote = await isolation.chunk_upload(document, settings, "bench")
+            worker.append(time.perf_counter() - start)
+            assert remote == chunked
+        request = len(pickle.dumps((isolation.split_upload, (document, settings, isolation.limits_in_force())), 5))
+        answer = len(pickle.dumps(("ok", chunked, [], 0), 5))
+        a, b = statistics.median(inline) * 1000, statistics.median(worker) * 1000
+        print(f"| {label} | {len(chunked.chunks):,} | {a:.1f} ms | {b:.1f} ms | {b - a:+.1f} ms | "
               f"{request:,} + {answer:,} B |")
 
 
@@ -178,6 +205,7 @@ async def main(repeat: int) -> None:
     await after_ocr()
     print()
     await boundary(repeat)
+    await chunk_boundary(repeat)
     await ingests(repeat)
     await kills()
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")

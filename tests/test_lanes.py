@@ -58,7 +58,7 @@ class Gate:
     def open(self) -> None:
         self._opened.set()
 
-    def install(self, monkeypatch: pytest.MonkeyPatch, step: str = "chunk_document") -> None:
+    def install(self, monkeypatch: pytest.MonkeyPatch, step: str = "file_record") -> None:
         """Holds `step`, a function ingest.py calls."""
         monkeypatch.setattr(ingest, step, self.hold(getattr(ingest, step)))
 
@@ -131,7 +131,7 @@ async def test_questions_and_deletes_are_answered_while_every_parse_worker_reads
     await answers_while_uploads_are_held(harness, monkeypatch, WorkerGate(tmp_path), uploads=LANES + 1, held=LANES)
 
 
-async def test_questions_and_deletes_are_answered_while_uploads_chunk_their_files(
+async def test_questions_and_deletes_are_answered_while_uploads_build_their_records(
         harness: Harness, monkeypatch: pytest.MonkeyPatch):
     await answers_while_uploads_are_held(harness, monkeypatch, Gate(), uploads=3, held=blocking.UPLOAD_SLOTS_PER_SCOPE)
 

@@ -96,6 +96,26 @@ async def test_a_reader_that_hangs_is_killed_at_the_deadline_and_every_lane_is_f
     assert [r.status for r in results] == [DocumentStatus.COMPLETED] * lanes
 
 
+async def test_a_chunking_that_cannot_finish_is_killed_at_the_deadline_and_its_lane_is_free_again(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    # Chunking runs in a worker too: before, a chunking that took half an hour ran on in a plugin
+    # thread, at full CPU, long after its upload had failed. (20 s: reading this file before it
+    # is chunked takes well under a second, also on a busy machine.)
+    monkeypatch.setattr(component, "INGEST_TIMEOUT_S", 20.0)
+    monkeypatch.setattr(isolation, "split_upload", worker_readers.splits_forever)
+    pid_file = tmp_path / "pid"
+    hung = asyncio.ensure_future(harness.ingest(HOSTILE, "lines.txt", f"{pid_file}\n".encode() + TEA))
+    pid = await pid_of(pid_file)
+    result = await hung
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message.startswith("Processing took longer than 20 s and was stopped")
+    await eventually(lambda: not alive(pid), "the worker chunking the file was killed")
+    monkeypatch.undo()
+    lanes = workers.GENERAL_LANES + workers.QUICK_LANES
+    results = await asyncio.gather(*(harness.ingest(HOSTILE, f"tea-{i}.txt", TEA + b" %d" % i) for i in range(lanes)))
+    assert [r.status for r in results] == [DocumentStatus.COMPLETED] * lanes
+
+
 async def test_another_kbs_upload_does_not_wait_for_a_reader_that_hangs(
         harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """No deadline here (the production one): the hung upload is still running when the other

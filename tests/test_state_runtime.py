@@ -207,14 +207,14 @@ async def test_bulk_uploads_into_an_unloaded_kb_list_plugin_storage_once_not_per
 
 
 # What production runs off the event loop (`run_blocking`): the keyword index (segment index),
-# tokenising, record decoding, rebuilding records from vectors and chunking (parsing runs in
-# another process: tests/test_parse_workers.py). Each is watched where the production module
+# tokenising, record decoding, rebuilding records from vectors and building a file's record
+# (parsing and chunking run in another process: tests/test_parse_workers.py). Each is watched where the production module
 # looks it up.
 WATCHED = {
     SegmentIndex: ("add_file", "remove_file", "search", "take_changes", "load"),
     FileRecord: ("from_vector_items",),
     kbcore: ("decode_record", "tokenize_chunks"),
-    ingest_module: ("chunk_document",),
+    ingest_module: ("file_record",),
 }
 
 

@@ -1,5 +1,6 @@
 """Readers the tests put in place of `isolation.read_upload` (monkeypatch): pickled by name, they
-run in the real parse workers, with read_upload's arguments. Where a reader needs a path (to say
+run in the real parse workers, with read_upload's arguments (`splits_forever` replaces
+`isolation.split_upload`, with its arguments). Where a reader needs a path (to say
 it started, to be released), the upload's first line names it."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from lucidrag.base.settings import CreationSettings
+from lucidrag.ingestion.chunking import ChunkedDocument
 from lucidrag.ingestion.document import Document, Section
 from lucidrag.ingestion.isolation import read_upload
 
@@ -16,6 +19,14 @@ from lucidrag.ingestion.isolation import read_upload
 def _path_and_rest(data: bytes) -> tuple[Path, bytes]:
     first, _, rest = data.partition(b"\n")
     return Path(first.decode()), rest
+
+
+def splits_forever(document: Document, settings: CreationSettings, limits: dict[str, object]) -> ChunkedDocument:
+    """In place of `isolation.split_upload`: writes its pid to the path on the text's first line,
+    then never returns (a chunking that cannot finish)."""
+    Path(document.sections[0].text.split("\n", 1)[0]).write_text(str(os.getpid()))
+    while True:
+        time.sleep(1)
 
 
 def aborts(data: bytes, filename: str, mime_type: str, limits: dict[str, object]) -> Document:

@@ -31,9 +31,9 @@ from lucidrag.base.errors import (
 from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
-from lucidrag.ingestion.chunking import ChunkedDocument, chunk_document, with_title_line
+from lucidrag.ingestion.chunking import ChunkedDocument, with_title_line
 from lucidrag.ingestion.document import Document, document_name, document_title
-from lucidrag.ingestion.isolation import parse_upload
+from lucidrag.ingestion.isolation import chunk_upload, parse_upload
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
@@ -163,7 +163,7 @@ async def _prepare(host: HostApi, embedder: Embedder,
     """The file's record, its chunks' vectors and its document vector (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
-    chunked = await run_blocking(chunk_document, document, request.settings)
+    chunked = await chunk_upload(document, request.settings, request.kb_id)
     if not chunked.chunks:
         raise ParseError(
             "No text could be extracted from this file, not even by OCR from its pictures. Check "

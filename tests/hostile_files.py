@@ -92,6 +92,21 @@ def many_headings_markdown(headings: int) -> bytes:
     return "".join(f"{'#' * (1 + n % 6)} Heading {n}\n\nBody {n}.\n\n" for n in range(headings)).encode()
 
 
+def bare_headings_markdown(headings: int) -> bytes:
+    """ATX headings of every level, one a line, nothing under them."""
+    return "".join(f"{'#' * (1 + n % 6)} h{n}\n" for n in range(headings)).encode()
+
+
+def json_flat_numbers(count: int) -> bytes:
+    """A JSON array of `count` numbers (2 bytes each)."""
+    return ("[" + ",".join("1" for _ in range(count)) + "]").encode()
+
+
+def csv_one_wide_row(columns: int) -> bytes:
+    """A header of `columns` names and one row of as many values."""
+    return (",".join(f"c{i}" for i in range(columns)) + "\n" + ",".join("1" for _ in range(columns)) + "\n").encode()
+
+
 def long_heading_markdown(heading_chars: int, body_chars: int) -> bytes:
     title = "".join(random.Random(3).choices(string.ascii_lowercase + " ", k=heading_chars))
     body = "Body text of the section. " * (body_chars // 26)

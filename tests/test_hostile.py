@@ -12,7 +12,7 @@ from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.base.settings import parse_creation_settings
 from lucidrag.ingestion import chunking
 from lucidrag.ingestion.chunking import chunk_document
-from lucidrag.ingestion.parsing import parse_file
+from lucidrag.ingestion.parsing import jsondoc, markdown_text, parse_file
 from tests import hostile_files as h
 from tests import samples
 from tests.conftest import Harness
@@ -274,6 +274,62 @@ def test_a_deep_json_of_objects_keeps_each_path_bounded():
     document = parse_file(data, "deep.json")
     assert len(document.text) <= 2000 * (limits.MAX_JSON_PATH_CHARS + 10)  # was 2000 × 1,800
     assert document.text.endswith("a[1999].k: 1999")
+
+
+def test_a_json_list_of_numbers_fails_at_the_characters_limit_while_it_is_flattened(monkeypatch):
+    # Counted once every Section existed, 2.4 million numbers (4.8 MB) grew the reader by 770 MiB.
+    monkeypatch.setattr(limits, "MAX_DOCUMENT_CHARS", 50_000)
+    built = [0]
+    section = jsondoc._section
+
+    def counting(*args, **kwargs):
+        built[0] += 1
+        return section(*args, **kwargs)
+
+    monkeypatch.setattr(jsondoc, "_section", counting)
+    with pytest.raises(LimitExceeded, match="more than 50,000 characters of text"):
+        parse_file(h.json_flat_numbers(20_000), "numbers.json")  # 40 KB: read, then flattened
+    assert built[0] <= 50_000 // len("[0]: 1")  # not one per number
+
+
+@pytest.fixture
+def markdown_inputs(monkeypatch) -> list[str]:
+    """Every text handed to markdown-it."""
+    seen: list[str] = []
+    real = markdown_text._parser
+
+    class Recording:
+        def parse(self, text: str):
+            seen.append(text)
+            return real().parse(text)
+
+    monkeypatch.setattr(markdown_text, "_parser", Recording)
+    return seen
+
+
+def test_a_long_markdown_file_reaches_markdown_it_in_segments_with_the_same_sections(markdown_inputs, monkeypatch):
+    # markdown-it holds ~460 bytes per token, 3-4 per line: 300,000 headings (3.6 MB) took 550 MiB.
+    data = h.bare_headings_markdown(20_000)
+    segmented = parse_file(data, "headings.md")
+    assert max(text.count("\n") for text in markdown_inputs) <= 2 * markdown_text.SEGMENT_LINES
+    monkeypatch.setattr(markdown_text, "SEGMENT_LINES", 10**9)
+    assert parse_file(data, "headings.md") == segmented
+    assert segmented.sections[0].text.startswith("h0\nh1\nh2")
+
+
+@pytest.mark.parametrize("segment_lines", [1, 3])
+def test_markdown_cut_into_segments_reads_as_it_does_whole(segment_lines: int, monkeypatch):
+    # Cuts fall where a top-level block starts; one inside a fence or an HTML block that blank lines
+    # do not end (an unclosed one too) is found and the segment parsed again, longer.
+    blocks = ["# Title", "Para line\ncontinued", "```\n# not a heading\n\ncode\n```", "<!--\n\n# hidden\n\n-->",
+              "- item\n\n  # in the item\n\n- item", "> quote\n\n# after the quote", "    # indented code",
+              "| a | b |\n|---|---|\n| 1 | 2 |", "Setext\n======", "<div>\n# in html\n</div>", "# a\n## b\n### c",
+              "- a\n  ```\n  # in an unclosed fence of an item\n\n# top", "  ```\n\n# in an indented fence\n  ```",
+              "<pre>\n\n# pre\n\n</pre>", "```\nunclosed\n\n# in it to the end"]
+    text = "\n\n".join(blocks[i % len(blocks)] for i in range(3 * len(blocks) - 1))
+    whole = markdown_text.markdown_sections(text)
+    monkeypatch.setattr(markdown_text, "SEGMENT_LINES", segment_lines)
+    assert markdown_text.markdown_sections(text) == whole
 
 
 def test_a_huge_heading_is_clipped_before_it_is_prefixed_to_every_chunk():

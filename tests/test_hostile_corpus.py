@@ -156,6 +156,18 @@ def test_fifty_thousand_nested_divs_ingest_their_text():
     assert result["vectors"] >= 1 and result["grew_mb"] <= MEMORY_MB
 
 
+def test_a_json_list_of_2_4_million_numbers_fails_at_the_characters_limit_while_flattened():
+    # was: 2.4 million Sections built (+770 MiB), then refused
+    failed_naming(run_ingest(h.json_flat_numbers(2_400_000), "numbers.json"), "more than 10,000,000 characters")
+
+
+def test_400_000_markdown_headings_ingest_with_markdown_it_given_segments():
+    # was: markdown-it's tokens of the whole 4.9 MB at once, +700 MiB
+    result = run_ingest(h.bare_headings_markdown(400_000), "headings.md")
+    assert result["status"] == "completed", result
+    assert result["vectors"] >= 1 and result["grew_mb"] <= MEMORY_MB, result
+
+
 def test_json_nested_past_the_readers_recursion_fails_saying_how_deep():
     result = run_ingest(h.deep_json(100_000), "deep.json")
     failed_naming(result, "levels deep", "recursion limit", "Flatten the deepest parts")

@@ -10,13 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from lucidrag.base import limits
-from lucidrag.base.errors import LimitExceeded, ParseError, UnsupportedFormatError
+from lucidrag.base.errors import ParseError, UnsupportedFormatError
 from lucidrag.ingestion.document import Document, Section
 
 from ._common import clean_text, clip_heading
 from .archive import ArchiveBudget, check_office_container, parse_zip
 from .faqtext import question_answer_sections
 from .sheetgrid import STREAMED_SHEETS
+from .text import too_much_text
 
 logger = logging.getLogger(__name__)
 
@@ -331,6 +332,4 @@ def _finalise(document: Document) -> Document:
 def check_document_chars(sections: Sequence[Section]) -> None:
     """Past limits.MAX_DOCUMENT_CHARS the file fails, whichever parser produced it."""
     if sum(len(s.text) for s in sections) > limits.MAX_DOCUMENT_CHARS:
-        raise LimitExceeded(f"This file holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most "
-                            "LucidRAG indexes from one file. Split it into smaller files and upload them "
-                            "separately.")
+        raise too_much_text()

@@ -99,6 +99,13 @@ def decode_text(data: bytes, *, label: str = "file", declared: str = "") -> str:
     return _within_limit(_decode(data, label, declared), label)
 
 
+def too_much_text() -> LimitExceeded:
+    """Past limits.MAX_DOCUMENT_CHARS of parsed text, whichever parser found it."""
+    return LimitExceeded(f"This file holds more than {limits.MAX_DOCUMENT_CHARS:,} characters of text, the most "
+                         "LucidRAG indexes from one file. Split it into smaller files and upload them "
+                         "separately.")
+
+
 def _max_chars() -> int:
     return int(limits.MAX_DOCUMENT_CHARS * limits.TEXT_MARKUP_ALLOWANCE)
 

@@ -114,8 +114,10 @@ class Recorder:
                 }
             return gather(vector, keyword)
 
-        def answering_judge(evidence, answer_bar=None):
-            verdict = judge(evidence, answer_bar)
+        def answering_judge(evidence, keyword_mode=False, background=None, answer_bar=None):
+            if self.current is not None:
+                self.current["background"] = background
+            verdict = judge(evidence, keyword_mode, background, answer_bar)
             return relevance.Verdict(True, verdict.stand_out, verdict.coverage)
         relevance.gather = recording_gather
         relevance.judge = answering_judge
@@ -280,9 +282,11 @@ def replay(groups: dict[tuple[str, str], list[dict[str, Any]]], answer_bar: floa
             keyword = None if e["coverages"] is None else (tuple(e["coverages"][:head]), tuple(e["strengths"][:head]))
             evidence = relevance.Evidence(tuple(e["cosines"][:head]), *(keyword or (None, ())),
                                           tuple(e["vector_ids"][:head]), tuple((e["keyword_ids"] or [])[:head]))
-            verdicts = {bar: relevance.judge(evidence, bar).answers for bar in (answer_bar, keyword_mode_bar)}
+            background = record.get("background")
+            verdicts = {keyword_mode: relevance.judge(evidence, keyword_mode, background, bar).answers
+                        for keyword_mode, bar in ((False, answer_bar), (True, keyword_mode_bar))}
             for mode, _ in DUMPED_MODES:
-                answers = verdicts[keyword_mode_bar if mode == "keyword" else answer_bar]
+                answers = verdicts[mode == "keyword"]
                 row = by_mode.setdefault(mode, Row(model, kb, mode))
                 if record["source"] == kb:
                     row.real_queries += 1
@@ -341,9 +345,10 @@ def replay_report(groups: dict[tuple[str, str], list[dict[str, Any]]], bars: str
     elif bars:
         answer_bar, keyword_mode_bar = (float(b) for b in bars.split(","))
     else:
-        answer_bar, keyword_mode_bar = relevance.ANSWER_BAR, relevance.KEYWORD_MODE_BAR
+        calibrated = any(r.get("background") is not None for records in groups.values() for r in records)
+        answer_bar, keyword_mode_bar = relevance.bar(False, calibrated), relevance.bar(True, calibrated)
     rows = replay(groups, answer_bar, keyword_mode_bar)
-    lines = [f"ANSWER_BAR {answer_bar:.2f}, KEYWORD_MODE_BAR {keyword_mode_bar:.2f}: worst own cost "
+    lines = [f"answer bar {answer_bar:.2f}, keyword mode's {keyword_mode_bar:.2f}: worst own cost "
              f"{max(map(cost, rows), default=0.0):.4f}, foreign questions emptied {100 * foreign_share(rows):.0f} % "
              "(mean of every row's sources)", "", table(rows)]
     if cap:

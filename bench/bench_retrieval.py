@@ -110,8 +110,16 @@ class BenchHost(FakePlugin):
         self.embedded_texts += len(texts)
         if self.recorded is not None and not self.query_mode:
             self.recorded.extend(texts)
-        fn = self.query_embed if self.query_mode else self.doc_embed
-        return [list(map(float, v)) for v in fn(list(texts))]
+        if self.query_mode:
+            return [list(map(float, v)) for v in self.query_embed(list(texts))]
+        # the relevance cut's probes are questions: embedded as the questions are (e5's "query: ")
+        from lucidrag.index.probes import ALL_PROBES
+
+        probes = [t for t in texts if t in ALL_PROBES]
+        by_text = dict(zip(probes, self.query_embed(probes))) if probes else {}
+        passages = [t for t in texts if t not in by_text]
+        by_text.update(zip(passages, self.doc_embed(passages)) if passages else ())
+        return [list(map(float, by_text[t])) for t in texts]
 
     async def vector_upsert(self, collection_id: str, vectors: list[list[float]], ids: list[str],
                             metadata: list[dict[str, Any]] | None = None,

@@ -24,12 +24,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import numpy as np
+
 from lucidrag.base.alongside import beside, hook_scope
 from lucidrag.base.bookkeeping import BookkeepingFailures, storable
 from lucidrag.base.budget import IngestDeadlines, bounded, budget, hook_budget, remaining
 from lucidrag.base.errors import LucidRagError, PluginStorageFailure, VectorStoreFailure
 from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.settings import RetrievalSettings, parse_creation_settings, parse_retrieval_settings
+from lucidrag.index.probes import ALL_PROBES, language
 from lucidrag.ingestion.ingest import IngestOutcome, IngestRequest, ingest_file
 from lucidrag.retrieval.filters import normalise_filters
 from lucidrag.retrieval.retrieve import Hit, RetrieveRequest, retrieve
@@ -43,8 +46,9 @@ from lucidrag.state.latewrites import (
 from lucidrag.state.journals import remove_first_write
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.metastate import Mark
+from lucidrag.state.probestats import ProbeStats, maxima_of
 from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
-from lucidrag.state.storage_keys import kb_ids
+from lucidrag.state.storage_keys import kb_ids, probe_stats_key
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
 from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
 
@@ -78,6 +82,8 @@ class Installation:
     unanswered_writes: UnansweredStorageWrites = field(default_factory=UnansweredStorageWrites)
     previous_writes_until: float = 0.0  # a host call of the previous process may land until then
     foreign_kbs: dict[str, float] = field(default_factory=dict)  # KBs the agent tools found not ours: until when
+    probe_stats: dict[str, ProbeStats] = field(default_factory=dict)  # the relevance cut's, per KB
+    probe_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # the probes embedded, per model
 
     def query_log(self, kb_id: str) -> QueryLog:
         log = self.query_logs.get(kb_id)
@@ -88,6 +94,18 @@ class Installation:
             else:
                 self.query_logs[kb_id] = log
         return log
+
+    def kb_probe_stats(self, kb_id: str) -> ProbeStats:
+        stats = self.probe_stats.get(kb_id)
+        if stats is None:
+            stats = ProbeStats(kb_id)
+            # the process's storage listing shows whether there is anything to read
+            stats.read = self.snapshot is not None and probe_stats_key(kb_id) not in self.snapshot.keys
+            if kb_id in self.deleted_kbs:
+                stats.closed = True  # an upload committed while its KB was deleted
+            else:
+                self.probe_stats[kb_id] = stats
+        return stats
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)
@@ -155,12 +173,23 @@ class Engine:
         inst = self.installation(installation_id)
         state = inst.kb(request.kb_id)
 
+        embedder = Embedder(host, inst.cache, inst.batch_sizes)
+        model = request.settings.embedding_model_uuid
+
         async def ready() -> None:
             await state.ensure_loaded(host, request.collection_id, index_now=False)
             await self._upkeep(host, inst, "ingest")
 
-        embedder = Embedder(host, inst.cache, inst.batch_sizes)
-        return await ingest_file(host, state, embedder, request, deadlines, ready)
+        def committed(vectors: np.ndarray, probe_vectors: np.ndarray | None) -> None:
+            with inst.bookkeeping.guard("the relevance cut's probe statistics"):
+                if probe_vectors is not None:
+                    inst.probe_vectors.setdefault(model, probe_vectors)
+                probes = inst.probe_vectors.get(model)
+                if probes is not None:
+                    inst.kb_probe_stats(request.kb_id).observe(maxima_of(model, vectors, probes))
+        # the probes ride in the file's embedding batches until one upload per model has committed
+        probes = () if model in inst.probe_vectors else ALL_PROBES
+        return await ingest_file(host, state, embedder, request, deadlines, ready, probes, committed)
 
     @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
@@ -207,7 +236,12 @@ class Engine:
             if state.fresh and not state.has_files():
                 return []  # no vector yet: a search would make Milvus create a wrong-dimension collection
             embedder = Embedder(host, inst.cache, inst.batch_sizes)
-            request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where)
+            background = None
+            if settings.relevance_cut == "auto":
+                with inst.bookkeeping.guard("reading the relevance cut's probe statistics"):
+                    background = await inst.kb_probe_stats(kb_id).background(
+                        host, creation.embedding_model_uuid, language(query), len(state.index))
+            request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where, background)
             return await retrieve(host, state, embedder, request)
 
     @_in_hook_scope
@@ -394,6 +428,12 @@ class Engine:
                 else:
                     logger.warning("kb=%s: unfinished work could not continue now (%s); will retry",
                                    state.kb_id, describe(error))
+        # (a question writes nothing: its hook's host calls stay those of answering it)
+        for stats in [s for s in inst.probe_stats.values() if s.dirty and hook != "retrieve"]:
+            if time.monotonic() >= deadline:
+                return
+            with inst.bookkeeping.guard("saving the relevance cut's probe statistics"):
+                await stats.save(host)
 
     async def _forget_removed_kb(self, inst: Installation, kb_id: str) -> None:
         """LangBot refuses the KB's vector calls: it was deleted (say, while this plugin was down,
@@ -411,11 +451,14 @@ class Engine:
         inst.cache.drop_kb(kb_id)
         inst.deleted_kbs.add(kb_id)
         log = inst.query_logs.pop(kb_id, None)
+        stats = inst.probe_stats.pop(kb_id, None)
         closing = []
         if state is not None:
             closing.append(state.writes.close(drain_s))
         if log is not None:
             closing.append(log.close(drain_s))
+        if stats is not None:
+            closing.append(stats.close(drain_s))
         if not all(await asyncio.gather(*closing)):
             logger.warning("kb=%s: a write under way did not finish before the knowledge base's deletion", kb_id)
         return state

@@ -4,6 +4,7 @@ so CI covers the benchmark's code path without the benchmark venv (no models).""
 from __future__ import annotations
 
 import asyncio
+import math
 
 from bench.bench_relevance import Collection, Recorder, cost, highest_bars, measure, read_dumps, replay, table
 from lucidrag.retrieval import relevance
@@ -48,9 +49,9 @@ def test_a_replayed_dump_gives_the_rows_the_benchmark_measures_and_the_highest_b
         asyncio.run(measure(_collection(), _embed, _embed, modes, rerank=True, recorder=recorder, dump=dump))
     monkeypatch.undo()
     groups = read_dumps([str(tmp_path / "dump.jsonl")])
-    assert table(replay(groups, relevance.ANSWER_BAR, relevance.KEYWORD_MODE_BAR)) == table(measured)
+    assert table(replay(groups, relevance.bar(False, True), relevance.bar(True, True))) == table(measured)
 
-    assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, 0.0, 0.0))  # no bar: nothing cut
+    assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, -math.inf, -math.inf))  # no bar: nothing cut
     answer_bar, keyword_mode_bar = highest_bars(groups, cap=0.005)
     assert max(map(cost, replay(groups, answer_bar, keyword_mode_bar))) <= 0.005
     costs = {r.mode: cost(r) for r in replay(groups, answer_bar + 0.01, keyword_mode_bar)}

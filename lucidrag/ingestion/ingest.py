@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -93,13 +93,18 @@ def upsert_order(chunks: int) -> list[int]:
 
 
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
-                      deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]]) -> IngestOutcome:
+                      deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]],
+                      probes: Sequence[str] = (),
+                      committed: Callable[[np.ndarray, np.ndarray | None], None] | None = None) -> IngestOutcome:
     """Ingest one file; the one place that decides its outcome. Returns only once the file is
     committed (durable: a restart knows it); otherwise raises a `LucidRagError` after removing
     what it wrote (or leaving that to reconciliation, with the file no answer meanwhile). The work
     -- `ready` (the KB's state loaded), parsing, embedding, writing vectors -- stops at
     `deadlines.work`; the commit is never cut off half way: its host calls and its wait for the
-    KB's lock end at `deadlines.commit`, and a rollback's at `deadlines.rollback`."""
+    KB's lock end at `deadlines.commit`, and a rollback's at `deadlines.rollback`. `probes` are
+    embedded in the chunks' batches (no call of their own); once the file is committed,
+    `committed` is given the chunks' vectors and theirs (None: none asked) -- bookkeeping, no
+    host call: it must not raise, and the commit stays the ingest's last host call."""
     store = KbStore(host, request.kb_id)
     begun = False
     dim: int | None = None
@@ -109,7 +114,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # kills a parse worker too
                 # the file's own steps, before it touches the KB; the KB's deletion stops them
                 with upload_work(), state.writes.stopped_when_closed():
-                    record, vectors, opening = await _prepare(host, embedder, request)
+                    record, vectors, opening, probe_vectors = await _prepare(host, embedder, request, probes)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors. Not in a collection that may not exist (a
@@ -148,6 +153,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
         raise failure
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
+    if committed is not None:
+        committed(vectors, probe_vectors)
     return IngestOutcome(len(record.chunks), record.format)
 
 
@@ -158,9 +165,10 @@ class DocumentVector:
     vector: np.ndarray
 
 
-async def _prepare(host: HostApi, embedder: Embedder,
-                   request: IngestRequest) -> tuple[FileRecord, np.ndarray, DocumentVector | None]:
-    """The file's record, its chunks' vectors and its document vector (nothing is written yet)."""
+async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest, probes: Sequence[str]
+                   ) -> tuple[FileRecord, np.ndarray, DocumentVector | None, np.ndarray | None]:
+    """The file's record, its chunks' vectors, its document vector and the `probes`' vectors
+    (None: no probes) (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await chunk_upload(document, request.settings, request.kb_id)
@@ -177,9 +185,10 @@ async def _prepare(host: HostApi, embedder: Embedder,
                                 upload_key(request.filename))
     texts = [c.text for c in record.chunks]
     opening = document_opening(document, document_title(titled)) if len(texts) > 1 else None
-    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid,
-                                   texts + ([opening] if opening else []))
-    return record, vectors[: len(texts)], (DocumentVector(opening, vectors[len(texts)]) if opening else None)
+    own = texts + ([opening] if opening else [])
+    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, own, probes)
+    return (record, vectors[: len(texts)], (DocumentVector(opening, vectors[len(texts)]) if opening else None),
+            vectors[len(own) :] if probes else None)
 
 
 def document_opening(document: Document, title: str) -> str:

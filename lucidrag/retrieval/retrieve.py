@@ -97,6 +97,7 @@ class RetrieveRequest:
     creation: CreationSettings
     settings: RetrievalSettings
     where: dict[str, Any] | None
+    background: float | None = None  # the KB's probe background for this question (relevance.py), if known
 
 
 @dataclass
@@ -228,13 +229,13 @@ async def _answers(host: HostApi, selector: Selector, state: KnowledgeBaseState,
     asks the vector search (one embedding call and one search, as vector mode's)."""
     if keyword is None and state.loaded and not state.indexing:
         keyword = await _keyword_candidates(selector, state, request, relevance.DEPTH, found)
-    bar = relevance.KEYWORD_MODE_BAR if vector is None else relevance.ANSWER_BAR
+    keyword_mode = vector is None
     if vector is None:
         vector = await _vector_evidence(host, selector, state, embedder, request, pool, found)
     best = max(vector, key=lambda c: c.score, default=None)
     if best is not None and found.file_of.get(best.chunk_id) not in state.index:
         keyword = None  # the best passage's file is not indexed (e.g. adopted from its vectors): no word evidence
-    verdict = relevance.judge(relevance.gather(vector, keyword), bar)
+    verdict = relevance.judge(relevance.gather(vector, keyword), keyword_mode, request.background)
     if not verdict.answers:
         logger.debug("kb=%s: no passage answers the question (stands out %s, coverage %s)", request.kb_id,
                      verdict.stand_out, verdict.coverage)

@@ -13,6 +13,7 @@ builds or parses a key.
     lucidrag/v1/kb/<kb>/kw/manifest       the keyword index snapshot: which segments are live
     lucidrag/v1/kb/<kb>/kw/seg/<name>     one immutable keyword-index segment (in parts #0, #1...)
     lucidrag/v1/kb/<kb>/qlog/<n>          block n of the KB's recent questions (querylog.py)
+    lucidrag/v1/kb/<kb>/probes            the relevance cut's probe statistics (probestats.py)
     lucidrag/v1/pending-kb-delete/<kb>    a KB deletion that is not finished yet
 """
 
@@ -68,6 +69,10 @@ def query_log_block_key(kb_id: str, number: int) -> str:
 def query_log_blocks(keys: list[str], kb_id: str) -> list[int]:
     """The numbers of the KB's stored query-log blocks, from a full key listing."""
     return sorted(int(n) for n in _ids_under(keys, kb_prefix(kb_id) + "qlog/") if n.isdigit())
+
+
+def probe_stats_key(kb_id: str) -> str:
+    return kb_prefix(kb_id) + "probes"
 
 
 def kb_ids(keys: list[str]) -> list[str]:

@@ -180,21 +180,24 @@ class Embedder:
         self.batch_sizes = batch_sizes
         self.calls = 0
 
-    async def embed(self, kb_id: str, model: str, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of `texts`, one float32 row each."""
+    async def embed(self, kb_id: str, model: str, texts: Sequence[str], uncached: Sequence[str] = ()) -> np.ndarray:
+        """Unit vectors of `texts`, one float32 row each, then of `uncached`: embedded in the same
+        batches, kept in no cache (the caller keeps them)."""
         keys = await run_blocking(_cache_keys, kb_id, model, texts)
         vectors: list[array | None] = [self.cache.get(k) for k in keys]
         missing: dict[CacheKey, str] = {}
         for key, text, vector in zip(keys, texts, vectors):
             if vector is None:
                 missing.setdefault(key, text)
-        if missing:
-            fresh = await self._embed_uncached(model, list(missing.values()))
+        extra: list[array] = []
+        if missing or uncached:
+            fresh = await self._embed_uncached(model, list(missing.values()) + list(uncached))
+            fresh, extra = fresh[: len(missing)], fresh[len(missing) :]
             for key, vector in zip(missing, fresh):
                 self.cache.put(key, vector)
             by_key = dict(zip(missing, fresh))
             vectors = [v if v is not None else by_key[k] for k, v in zip(keys, vectors)]
-        rows = [v for v in vectors if v is not None]
+        rows = [v for v in vectors if v is not None] + extra
         _check_dimensions(rows)
         return await run_blocking(_matrix, rows)
 

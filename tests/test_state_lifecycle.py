@@ -203,6 +203,26 @@ async def test_vectors_of_a_failed_new_file_nothing_names_are_swept_by_the_next_
     assert "Tieguanyin" in (await later.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
 
 
+async def test_a_sweep_note_of_a_file_uploaded_again_since_goes_and_leaves_the_upload(host):
+    """A file whose failed upload left a sweep note is uploaded again and COMPLETES while storage
+    refuses its record (UNSAVED: an answer): the sweep drops the note and keeps the new upload's
+    vectors, rather than waiting for a record save that may never come."""
+    await Harness(host).ingest(KB, "tea.txt", TEA)
+    back = restarted(host)
+    for method in ("set_plugin_storage", "delete_plugin_storage", "get_plugin_storage_keys", "vector_delete"):
+        back.host.fail(method)  # (the meta is read: no query probes the collection, which deletes notes)
+    assert (await back.ingest(KB, "new.txt", b"", document_id="solar")).status == DocumentStatus.FAILED
+    assert host.vectors_of(KB, PROBE_FILE_ID), "a sweep note names the failed file"
+    back.host.faults.clear()
+    back.host.fail("set_plugin_storage", when=lambda key, **_: "/file/" in key)  # its record is refused
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert state_of(back).files.state("solar") is FileState.UNSAVED
+    state_of(back).probe_sweep_at = 0.0  # the note's and the failed upload's writes can no longer land
+    await back.retrieve(KB, "anything")  # upkeep: the sweep
+    assert host.vectors_of(KB, PROBE_FILE_ID) == [], "the note waits for the record's save"
+    assert "42 kilowatts" in (await back.texts(KB, "solar array kilowatts", settings={"search_mode": "vector"}))[0]
+
+
 async def test_probe_vectors_nothing_named_are_swept_once_earlier_calls_landed(host, monkeypatch):
     """A removal's probe that nothing durable names goes under PROBE_FILE_ID; a process that died
     may have left one there (or it landed late): every process deletes PROBE_FILE_ID's vectors

@@ -116,7 +116,7 @@ class ProbeSweeps(KbCore):
         this process noted) that is no answer and settled here: after each such removal or note of
         this process (once none of its writes can land any more), and when a dead process left a
         probe (`_without_vectors` or `look_for_probes` look once per process). A note's file that
-        is still being settled here (ingesting, ABORTED, DELETING, UNSAVED), or unknown while
+        is still being settled here (ingesting, ABORTED, DELETING), or unknown while
         storage's listing is not known, waits for a later upkeep. Only in a collection that exists
         (a delete of a missing one makes Milvus create it with dimension 1536), or after one
         vector of the notes' dimension has made sure it does."""
@@ -124,8 +124,9 @@ class ProbeSweeps(KbCore):
             return
         due, sent = self.probe_sweep_at, self.notes_sent
         if self.fresh and self.note_dim is not None:
-            await upsert_markers(host, collection_id, PROBE_FILE_ID, self.note_dim, LostAnswers(),
-                                  [probe_vector_metadata(PROBE_FILE_ID)])
+            async with holding(self.first_write):  # (Milvus Lite's concurrent creators)
+                await upsert_markers(host, collection_id, PROBE_FILE_ID, self.note_dim, LostAnswers(),
+                                     [probe_vector_metadata(PROBE_FILE_ID)])
         items = await with_retries(lambda: file_vectors(host, collection_id, PROBE_FILE_ID))
         named = {f for f in map(noted_file, items) if f} | self.noted
         if not all(self._sweepable(f) for f in named):
@@ -150,8 +151,9 @@ class ProbeSweeps(KbCore):
         return state not in _SETTLING
 
 
-# A sweep note's file in these states is still being settled by this process
-_SETTLING = (FileState.INGESTING, FileState.ABORTED, FileState.DELETING, FileState.UNSAVED)
+# A sweep note's file in these states is still being settled by this process (an UNSAVED one is
+# an answer: its vectors stay)
+_SETTLING = (FileState.INGESTING, FileState.ABORTED, FileState.DELETING)
 # and its vectors go with the note in these (None: unknown here)
 _SWEPT_WITH_NOTE = (None, FileState.FAILED, FileState.DELETED)
 

@@ -20,6 +20,7 @@ import sys
 import sysconfig
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,39 +78,27 @@ async def test_a_reader_that_aborts_fails_its_file_and_the_next_upload_is_read(
     await completed(harness, HOSTILE, "solar.txt", SOLAR, "solar array kilowatts", "42 kilowatts")
 
 
-async def test_a_reader_that_hangs_is_killed_at_the_deadline_and_every_lane_is_free_again(
-        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    monkeypatch.setattr(component, "INGEST_TIMEOUT_S", 8.0)
-    monkeypatch.setattr(isolation, "read_upload", worker_readers.hangs)
+# A reader that hangs, and a chunking that cannot finish (chunking runs in a worker too: before, a
+# chunking that took half an hour ran on in a plugin thread, at full CPU, long after its upload had
+# failed). The chunking's deadline leaves time to read the file first, also on a busy machine.
+@pytest.mark.parametrize(("step", "stand_in", "deadline_s"), [
+    ("read_upload", worker_readers.hangs, 8.0),
+    ("split_upload", worker_readers.splits_forever, 20.0),
+], ids=["reading", "chunking"])
+async def test_work_that_cannot_finish_is_killed_at_the_deadline_and_every_lane_is_free_again(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, step: str,
+        stand_in: Callable[..., object], deadline_s: float):
+    monkeypatch.setattr(component, "INGEST_TIMEOUT_S", deadline_s)
+    monkeypatch.setattr(isolation, step, stand_in)
     pid_file = tmp_path / "pid"
     hung = asyncio.ensure_future(harness.ingest(HOSTILE, "hangs.txt", f"{pid_file}\n".encode() + TEA))
     pid = await pid_of(pid_file)
     result = await hung
     assert result.status == DocumentStatus.FAILED
-    assert result.error_message.startswith("Processing took longer than 8 s and was stopped")
-    await eventually(lambda: not alive(pid), "the hung worker was killed")
+    assert result.error_message.startswith(f"Processing took longer than {deadline_s:.0f} s and was stopped")
+    await eventually(lambda: not alive(pid), "the worker was killed")
     # every lane is free again: as many uploads as lanes, at once (with the production deadline:
     # theirs is not what is tested, and a busy machine starting the killed lane's worker is slow)
-    monkeypatch.undo()
-    lanes = workers.GENERAL_LANES + workers.QUICK_LANES
-    results = await asyncio.gather(*(harness.ingest(HOSTILE, f"tea-{i}.txt", TEA + b" %d" % i) for i in range(lanes)))
-    assert [r.status for r in results] == [DocumentStatus.COMPLETED] * lanes
-
-
-async def test_a_chunking_that_cannot_finish_is_killed_at_the_deadline_and_its_lane_is_free_again(
-        harness: Harness, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    # Chunking runs in a worker too: before, a chunking that took half an hour ran on in a plugin
-    # thread, at full CPU, long after its upload had failed. (20 s: reading this file before it
-    # is chunked takes well under a second, also on a busy machine.)
-    monkeypatch.setattr(component, "INGEST_TIMEOUT_S", 20.0)
-    monkeypatch.setattr(isolation, "split_upload", worker_readers.splits_forever)
-    pid_file = tmp_path / "pid"
-    hung = asyncio.ensure_future(harness.ingest(HOSTILE, "lines.txt", f"{pid_file}\n".encode() + TEA))
-    pid = await pid_of(pid_file)
-    result = await hung
-    assert result.status == DocumentStatus.FAILED
-    assert result.error_message.startswith("Processing took longer than 20 s and was stopped")
-    await eventually(lambda: not alive(pid), "the worker chunking the file was killed")
     monkeypatch.undo()
     lanes = workers.GENERAL_LANES + workers.QUICK_LANES
     results = await asyncio.gather(*(harness.ingest(HOSTILE, f"tea-{i}.txt", TEA + b" %d" % i) for i in range(lanes)))

@@ -41,6 +41,7 @@ from lucidrag.state.latewrites import (
     PREVIOUS_PROCESS_LANDING_S,
     UnansweredStorageWrites,
     noting_unanswered_writes,
+    send_delete,
     storage_writes_may_land,
 )
 from lucidrag.state.journals import remove_first_write
@@ -297,7 +298,8 @@ class Engine:
                     if first_write is not None:
                         await first_write()
                     else:
-                        await with_retries(lambda: host.vector_delete(kb_id, file_ids=[document_id]))
+                        await with_retries(lambda: send_delete(
+                            state.files, [document_id], lambda: host.vector_delete(kb_id, file_ids=[document_id])))
                 except Exception as error:  # noqa: BLE001
                     raise VectorStoreFailure(
                         f"The vector database did not delete the file: {describe(error)}") from error

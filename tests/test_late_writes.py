@@ -5,11 +5,13 @@ for it), and never answered meanwhile."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
+from lucidrag.state import latewrites
 from lucidrag.state.kbstate import PROBE_FILE_ID
 from lucidrag.state.storage_keys import file_record_key
 from tests.conftest import FakePlugin, Harness
@@ -108,3 +110,45 @@ async def test_a_re_upload_whose_earlier_version_delete_went_unanswered_fails_in
     again = await harness.ingest(KB, "solar.txt", SOLAR + b" The array was cleaned in May.", document_id="solar")
     await landings[0]()
     assert again.status == DocumentStatus.FAILED
+
+
+async def test_a_re_upload_after_a_failed_upload_whose_removal_went_unanswered_waits_for_that_removal(monkeypatch):
+    """A failed upload's removal of its vectors lost its answer; LangBot does it within its landing
+    window, whenever. The same document id uploaded again must not write its vectors before that
+    window ends: done after them, the removal would leave the COMPLETED file with no vector (seed
+    1783). Here the removal lands right after the upload's first upsert unless its window has ended
+    by then (it landed before)."""
+    window = 0.3
+    monkeypatch.setattr(latewrites, "PREVIOUS_PROCESS_LANDING_S", window)
+    host = FakePlugin()
+    harness = Harness(host)
+    assert (await harness.ingest(KB, "other.txt", b"The kettle in the kitchen boils water.")).status \
+        == DocumentStatus.COMPLETED
+    host.fail("vector_upsert", when=lambda ids, **_: bool(ids) and not landings)  # the upload fails
+    real_delete, real_upsert = host.vector_delete, host.vector_upsert
+    landings: list[tuple[float, Callable[[], Awaitable[Any]]]] = []
+
+    async def delete(*args: Any, **kwargs: Any) -> int:
+        if kwargs.get("file_ids") == ["solar"] and not landings:
+            landings.append((time.monotonic() + window, lambda: real_delete(*args, **kwargs)))
+            raise ActionCallTimeoutError("vector_delete: the action call timed out")
+        return await real_delete(*args, **kwargs)
+
+    async def upsert(*args: Any, **kwargs: Any) -> Any:
+        if landings and time.monotonic() >= landings[0][0]:
+            await landings.pop()[1]()  # its window ended: LangBot did it before this upsert
+        result = await real_upsert(*args, **kwargs)
+        if landings:
+            await landings.pop()[1]()
+        return result
+
+    host.vector_delete = delete  # type: ignore[method-assign]
+    failed = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
+    assert failed.status == DocumentStatus.FAILED and landings, "the rollback's delete was not sent"
+    host.faults.pop("vector_upsert")
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert not landings
+    assert host.vectors_of(KB, "solar")
+    response = await harness.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"})
+    assert "solar" in [e.metadata["file_id"] for e in response.results]

@@ -37,7 +37,7 @@ from lucidrag.ingestion.isolation import chunk_upload, parse_upload
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.latewrites import LostAnswers, answer_lost, send
+from lucidrag.state.latewrites import LostAnswers, answer_lost, send, send_delete
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id, document_vector_metadata
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
@@ -134,6 +134,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     )
             if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
                 await _delete_previous_version(host, request)
+            await _after_late_deletes(state, request, deadlines)
             mark = await _write_vectors(host, state, store, request, record, vectors, opening)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
@@ -399,7 +400,7 @@ async def _abandon(host: HostApi, state: KnowledgeBaseState, store: KbStore, req
             if state.fresh and dim is not None:
                 removed = await _remove_first_write(host, state, request, dim)
             else:
-                removed = await _rollback(host, request)
+                removed = await _rollback(host, state, request)
         if not state.writes.closed:
             await state.abort_ingest(store, request.document_id, removed, dim, record_sent=record_sent)
 
@@ -476,6 +477,25 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
                                  "file was removed, so it could still remove the new one. Upload the file again.")
 
 
+async def _after_late_deletes(state: KnowledgeBaseState, request: IngestRequest, deadlines: IngestDeadlines) -> None:
+    """Before the first vector: wait until no delete of this document id's vectors whose answer
+    was lost (a removal of an earlier, failed or deleted upload) can land any more; landing later,
+    it would remove this upload's vectors after it COMPLETED (seed 1783). Raises
+    VectorStoreFailure if that is past the upload's time."""
+    quiet_at = state.files.deletes_quiet_at(request.document_id)
+    if quiet_at <= time.monotonic():
+        return
+    if quiet_at >= deadlines.work:
+        raise VectorStoreFailure(
+            "The vector database did not answer a removal of an earlier upload of this file, and may still do it "
+            f"(until {int(quiet_at - time.monotonic())} s from now): it would remove this upload. Nothing was kept; "
+            "upload the file again in a few minutes.")
+    logger.info("kb=%s doc=%s: waiting %.0f s for an unanswered removal of an earlier upload to land",
+                request.kb_id, request.document_id, quiet_at - time.monotonic())
+    with state.writes.stopped_when_closed():  # the KB's deletion does not wait for it
+        await asyncio.sleep(quiet_at - time.monotonic())
+
+
 async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request: IngestRequest, dim: int) -> bool:
     """`_rollback` for a KB that never had a vector. False if it failed (reconciliation retries)."""
     try:
@@ -487,11 +507,13 @@ async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request:
         return False
 
 
-async def _rollback(host: HostApi, request: IngestRequest) -> bool:
+async def _rollback(host: HostApi, state: KnowledgeBaseState, request: IngestRequest) -> bool:
     """Delete what this ingest wrote. False if that failed (the journal entry then stays, and the
     next reconciliation removes them)."""
+    file_ids = [request.document_id]
     try:
-        await with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        await with_retries(lambda: send_delete(
+            state.files, file_ids, lambda: host.vector_delete(request.collection_id, file_ids=file_ids)))
         return True
     except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
         if is_kb_gone(error):

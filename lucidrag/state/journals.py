@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, with_retries
-from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send_delete
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
@@ -61,7 +61,8 @@ class JournalSettling(ProbeSweeps):
                     await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> FAILED / DELETED
                         host, store, collection_id, file_id, dim), failed=failed, only=FileState.ABORTED)
                     continue
-                await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                await with_retries(lambda f=file_id: send_delete(
+                    self.files, [f], lambda: host.vector_delete(collection_id, file_ids=[f])))
                 self.files.set_first_write_dim(file_id, None)
                 await self.delete_file(store, file_id, failed=failed, only=FileState.ABORTED)  # -> FAILED / DELETED
                 continue
@@ -130,7 +131,8 @@ class JournalSettling(ProbeSweeps):
                     async with holding(self.lock):  # not while an upload of the same id begins
                         if self.files.state(file_id) is not FileState.JOURNALLED:
                             continue  # uploaded again (or settled) meanwhile: its vectors are its own
-                        await with_retries(lambda f=file_id: host.vector_delete(collection_id, file_ids=[f]))
+                        await with_retries(lambda f=file_id: send_delete(
+                            self.files, [f], lambda: host.vector_delete(collection_id, file_ids=[f])))
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
                 if waiting:

@@ -7,6 +7,8 @@ write its vectors, and such a record save its record, long after the plugin remo
 known): a KB's file table keeps that (`FileTable.unanswered`), so that removing the file leaves
 its journal entry "0 chunks" for the next process (TOMBSTONED), whose `reconcile` removes
 whatever landed meanwhile.
+`send_delete` notes a delete of a file's vectors whose answer was lost: an upload of the same id
+waits before its first vector until that delete can no longer land (`FileTable.deletes_quiet_at`).
 `UnansweredStorageWrites` does the same for plugin-storage keys, so that a KB's deletion lists its
 keys once more after such a write has had time to land.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Protocol, TypeVar
 
@@ -68,6 +70,22 @@ async def send(notes: LateWriteNotes, file_id: str, dim: int | None, call: Calla
     except BaseException as error:
         if answer_lost(error):
             notes.unanswered(file_id, dim)
+        raise
+
+
+class LateDeleteNotes(Protocol):
+    def delete_unanswered(self, file_ids: Iterable[str], landing_s: float) -> None:
+        """A delete of these files' vectors may still land within `landing_s`."""
+
+
+async def send_delete(notes: LateDeleteNotes, file_ids: list[str], call: Callable[[], Awaitable[T]]) -> T:
+    """One attempt of a delete of `file_ids`' vectors, noted in `notes` if its answer is lost: done
+    later, it would remove the vectors of an upload of the same id written meanwhile (seed 1783)."""
+    try:
+        return await call()
+    except BaseException as error:
+        if answer_lost(error):
+            notes.delete_unanswered(file_ids, PREVIOUS_PROCESS_LANDING_S)
         raise
 
 

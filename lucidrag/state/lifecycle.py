@@ -16,6 +16,7 @@ and "vectors complete" in one code); the rest is kept only for the few files it 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -96,6 +97,8 @@ class FileTable:
         self._stored = 0  # files with RECORD_STORED
         self._journals_to_delete: dict[str, None] = {}
         self._late_writes: dict[str, int | None] = {}  # file id -> the unanswered vectors' dimension
+        # file id -> when an unanswered delete of its vectors can no longer land
+        self._late_deletes: dict[str, float] = {}
 
     # ------------------------------------------------------------------ states and transitions
     def state(self, file_id: str) -> FileState | None:
@@ -288,6 +291,18 @@ class FileTable:
 
     def late_write_dim(self, file_id: str) -> int | None:
         return self._late_writes.get(file_id)
+
+    def delete_unanswered(self, file_ids: Iterable[str], landing_s: float) -> None:
+        """A delete of these files' vectors went unanswered: LangBot may still do it within
+        `landing_s`, and then it removes whatever vectors of theirs are there by then."""
+        now = time.monotonic()
+        self._late_deletes = {f: at for f, at in self._late_deletes.items() if at > now}
+        for file_id in file_ids:
+            self._late_deletes[file_id] = now + landing_s
+
+    def deletes_quiet_at(self, file_id: str) -> float:
+        """When no delete of the file's vectors this process gave up on can land any more (0.0: none)."""
+        return self._late_deletes.get(file_id, 0.0)
 
     def left_to_next_process(self, file_id: str) -> None:
         """The file's entry "0 chunks" is durable: the next process removes what lands."""

@@ -19,7 +19,7 @@ from typing import Any
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.state.kbcore import KbCore
-from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send, send_delete
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
@@ -134,7 +134,8 @@ class ProbeSweeps(KbCore):
         async with holding(self.lock):  # not while an upload of one of them begins
             gone = sorted(f for f in named if self.files.state(f) in _SWEPT_WITH_NOTE)
             if gone:
-                await with_retries(lambda: host.vector_delete(collection_id, file_ids=gone))
+                await with_retries(lambda: send_delete(
+                    self.files, gone, lambda: host.vector_delete(collection_id, file_ids=gone)))
                 logger.warning("kb=%s: removed the vectors of %d failed or deleted files a sweep note named",
                                self.kb_id, len(gone))
         await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))

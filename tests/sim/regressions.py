@@ -762,6 +762,13 @@ REGRESSIONS.update({
     # lucidrag-probe, which the next process finds and sweeps (with the file's vectors).
     "late-probe-of-a-failed-new-file-nothing-names-2781": History(2781, 'chroma', [Step([('ingest', 0, 'medium', 0)]), Step([('ingest', 1, 'medium', 0), ('retrieve', 0, 'vector', 'not-file'), ('ingest', 2, 'bad', 0)], kill_after=4, outage=('set',), landed=0.3), Step([('ingest', 3, 'small', 0)], storage=1.0, slow=0.5), Step([('delete_kb', 0)], restart=True)], jitter_s=0.008),
     "tombstone-of-a-failed-new-file-nothing-names-5722": History(5722, 'milvus', [Step([('create_kb', 2)]), Step([('ingest', 11, 'medium', 2)], restart=True, outage=('delete',), landed=0.3), Step([('ingest', 12, 'small', 2)], storage=1.0, vectors=0.5, restart=True)], jitter_s=0.008),
+    # Seed 1783, shrunk (since 925e85c's extra host calls moved the faults onto it): a failed
+    # re-upload left its file ABORTED; a later hook's `reconcile` sent the removal of its vectors
+    # while the vector DB was slow, and gave up on it at its deadline. The same document id was
+    # uploaded again and COMPLETED; then LangBot did the removal it was still carrying on with, and
+    # the completed file had no vector left. Now a delete whose answer was lost is noted with the
+    # file, and an upload of that id waits, before its first vector, until it can no longer land.
+    "late-removal-of-an-aborted-upload-lands-after-its-reupload-1783": History(1783, 'milvus', [Step([('create_kb', 0), ('ingest', 0, 'small', 0)]), Step([('retrieve', 0, 'hybrid', 'not-file'), ('create_kb', 1), ('delete', 0)], storage=1.0, landed=0.3), Step([('ingest', 1, 'medium', 1)], restart=True, outage=('get', 'get_keys'), landed=0.3), Step([('repair', 'retry_saving_records', 1)]), Step([('ingest', 2, 'medium', 0), ('ingest', 3, 'small', 0)]), Step([('ingest', 4, 'medium', 1), ('ingest', 5, 'small', 0)], outage=('get', 'get_keys'), landed=0.3), Step([('ingest', 3, 'bad', 0)], storage=1.0, lost=0.2), Step([('ingest', 4, 'bad', 1), ('ingest', 6, 'bad', 0)], storage=1.0, vectors=0.5), Step([('retrieve', 2, 'keyword', 'none'), ('ingest', 7, 'medium', 0), ('ingest', 8, 'medium', 0)], storage=1.0, slow=1.0), Step([('ingest', 3, 'small', 0)])], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

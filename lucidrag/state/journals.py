@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
-from lucidrag.base.host import HostApi, with_retries
+from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send_delete
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
@@ -241,7 +241,20 @@ class JournalSettling(ProbeSweeps):
                               [tombstone_vector_metadata(file_id), *sweep_note_markers(file_id)])
         if self.fresh:  # its removal re-creates the collection first (`first_write_remover`)
             self.files.set_first_write_dim(file_id, dim)
+        if self.meta.mark is not Mark.SOME:
+            await self._remove_unlooked_for_tombstone(host, collection_id, file_id)
         await self.withdraw_note_unless_looked_for(host, collection_id, file_id)
+
+    async def _remove_unlooked_for_tombstone(self, host: HostApi, collection_id: str, file_id: str) -> None:
+        """A restart that reads "never had a vector" looks for neither the tombstone nor the note,
+        and this process may die before its `reconcile` (seed 4822): the tombstone's upsert made
+        the collection, so the file's vectors go at once, the tombstone with them. Best effort."""
+        try:
+            await with_retries(lambda: send_delete(
+                self.files, [file_id], lambda: host.vector_delete(collection_id, file_ids=[file_id])))
+        except Exception as error:  # noqa: BLE001 - the tombstone stays for this process's `reconcile`
+            logger.warning("kb=%s doc=%s: the vectors of a failed upload could not be removed now (%s)",
+                           self.kb_id, file_id, describe(error))
 
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
                              first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None,

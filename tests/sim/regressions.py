@@ -762,6 +762,13 @@ REGRESSIONS.update({
     # lucidrag-probe, which the next process finds and sweeps (with the file's vectors).
     "late-probe-of-a-failed-new-file-nothing-names-2781": History(2781, 'chroma', [Step([('ingest', 0, 'medium', 0)]), Step([('ingest', 1, 'medium', 0), ('retrieve', 0, 'vector', 'not-file'), ('ingest', 2, 'bad', 0)], kill_after=4, outage=('set',), landed=0.3), Step([('ingest', 3, 'small', 0)], storage=1.0, slow=0.5), Step([('delete_kb', 0)], restart=True)], jitter_s=0.008),
     "tombstone-of-a-failed-new-file-nothing-names-5722": History(5722, 'milvus', [Step([('create_kb', 2)]), Step([('ingest', 11, 'medium', 2)], restart=True, outage=('delete',), landed=0.3), Step([('ingest', 12, 'small', 2)], storage=1.0, vectors=0.5, restart=True)], jitter_s=0.008),
+    # Seed 4822, shrunk (since 925e85c's extra host calls moved the faults onto it): a failed upload
+    # on a KB created by this process, plugin storage refusing everything; the removal's probe
+    # upsert lost its answer (it landed), so the file's tombstone was written, and its note withdrawn
+    # (the collection held no other file); the process died before its `reconcile`, and a restart
+    # that reads "never had a vector" looks for neither: 2 vectors of the failed file stayed. Now
+    # the tombstone's upsert having made the collection, the file's vectors go at once.
+    "tombstone-on-a-kb-that-never-had-a-vector-stays-4822": History(4822, 'milvus', [Step([('create_kb', 0)], landed=0.3), Step([('ingest', 0, 'large', 0)], storage=0.5), Step([('delete', 0)]), Step([('ingest', 1, 'medium', 0)]), Step([('retrieve', 0, 'hybrid', 'none')]), Step([('ingest', 2, 'bad', 0), ('retrieve', 0, 'keyword', 'file')]), Step([('ingest', 5, 'medium', 0)]), Step([('ingest', 6, 'bad', 0), ('create_kb', 1)], restart=True, outage=('delete', 'get_keys', 'set'), landed=0.3), Step([('ingest', 7, 'large', 1)], storage=1.0, lost=0.5), Step([('retrieve', 8, 'hybrid', 'none')], outage=('get_keys',), landed=0.3, kill_at=0.11204664304299872)], jitter_s=0.008),
     # Seed 1783, shrunk (since 925e85c's extra host calls moved the faults onto it): a failed
     # re-upload left its file ABORTED; a later hook's `reconcile` sent the removal of its vectors
     # while the vector DB was slow, and gave up on it at its deadline. The same document id was

@@ -365,3 +365,44 @@ async def test_an_office_file_whose_xml_unpacks_hundreds_of_times_fails_before_i
     assert "more than 100 times its own size" in result.error_message
     assert "save it again or split it" in result.error_message
     assert parsed == [] and host.vector_count(KB) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Passages per file
+
+
+def tiny_rows_csv(rows: int) -> bytes:
+    """A two-column CSV of `rows` short rows (~7 bytes each): at chunk_size 64, ~4 rows a passage."""
+    return ("id,v\n" + "".join(f"{n},{n % 7}\n" for n in range(rows))).encode()
+
+
+async def test_a_file_of_too_many_passages_fails_while_chunked_before_anything_is_embedded(harness: Harness, host):
+    # 1.6 MB of tiny rows at the smallest chunk_size: ~55,000 passages, each one embedding and one vector
+    settings = {"chunk_size": 64, "chunk_overlap": 0}
+    await harness.create(KB, settings)
+    result = await harness.ingest(KB, "readings.csv", tiny_rows_csv(220_000), settings)
+    assert result.status == DocumentStatus.FAILED
+    assert result.error_message == (
+        "This file makes more than 50,000 passages at this knowledge base's chunk size of 64 characters "
+        "(structure chunking), the most LucidRAG indexes from one file (MAX_CHUNKS_PER_FILE): each passage is "
+        "embedded by the embedding model and stored as a vector. Split it into smaller files and upload them "
+        "separately (for long text, a knowledge base created with a larger chunk_size makes fewer passages).")
+    assert host.embedded_texts == 0 and host.vector_count(KB) == 0
+
+
+@pytest.mark.parametrize("chunking", ["structure", "fixed", "parent_child"])
+async def test_a_file_of_as_many_passages_as_the_limit_completes_and_one_more_fails(
+        harness: Harness, host, monkeypatch, chunking: str):
+    data = h.many_headings_markdown(150)  # a passage per heading (parent_child: per child passage)
+    made = len(chunk_document(parse_file(data, "notes.md"), settings(chunking=chunking)).chunks)
+    assert made >= 150
+    await harness.create(KB, {"chunking": chunking})
+    monkeypatch.setattr(limits, "MAX_CHUNKS_PER_FILE", made)
+    result = await harness.ingest(KB, "notes.md", data, {"chunking": chunking})
+    assert result.status == DocumentStatus.COMPLETED and result.chunks_created == made
+    monkeypatch.setattr(limits, "MAX_CHUNKS_PER_FILE", made - 1)
+    embedded = host.embedded_texts
+    result = await harness.ingest(KB, "more-notes.md", data, {"chunking": chunking})
+    assert result.status == DocumentStatus.FAILED
+    assert f"more than {made - 1:,} passages" in result.error_message and f"({chunking} chunking)" in result.error_message
+    assert host.embedded_texts == embedded

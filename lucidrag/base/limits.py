@@ -71,6 +71,15 @@ PDF_MAX_CONTENT_RATIO = 100
 PDF_CONTENT_FLOOR_BYTES = 10 * 1024 * 1024
 PDF_MAX_CONTENT_BYTES = 200 * 1024 * 1024
 
+# Passages (chunks) one file may make: each is one text for the host's embedding model and one
+# vector in the vector DB, so a 10 MB file of tiny sections or rows (~10^6 passages) would hold the
+# model and the collection for the whole ingest deadline. Counted while the file is chunked, in its
+# worker, before anything is embedded. 10 M characters of prose at the default chunk size make
+# 21,500 (structure), 22,100 (fixed) or 48,400 (parent_child) passages; the 400,000-column CSV
+# 32,600. At 50,000 a hosted model (150 ms per 32 texts) takes ~4 min; a local one at 30-40 texts/s
+# would outlast the ingest deadline; the vectors take 293 MiB of the plugin's memory at 1,536 dims.
+MAX_CHUNKS_PER_FILE = 50_000
+
 # Chunking guards (lucidrag/ingestion/chunking.py).
 # semantic-text-splitter's time grows with the square of a stretch without line or sentence
 # breaks: lines longer than this many chunk sizes are cut before it (unbreakable runs into

@@ -17,7 +17,8 @@ becomes the heading of that text.
 Three guards keep the work linear on hostile input: lines longer than the splitter can handle
 are cut into bounded runs first (bounded_runs), the splitter is handed a long text in bounded
 blocks (_splitter_spans), and tables too wide to repeat their header are cut into column groups
-(column_groups).
+(column_groups). The chunks are counted section by section: past limits.MAX_CHUNKS_PER_FILE the
+file fails there (`too_many_chunks`), before any chunk is embedded.
 
 Each chunk carries `embed_text`: its heading path ("Guide › Install › Linux") prefixed to its
 body, so a chunk stands on its own when embedded and shown to the model; the keyword index scores
@@ -32,6 +33,8 @@ from functools import lru_cache
 
 from semantic_text_splitter import TextSplitter
 
+from lucidrag.base import limits
+from lucidrag.base.errors import LimitExceeded
 from lucidrag.base.limits import (
     LONG_LINE_FACTOR,
     SPLITTER_BLOCK_FACTOR,
@@ -102,9 +105,11 @@ def chunk_document(document: Document, settings: CreationSettings) -> ChunkedDoc
     if settings.chunking == "fixed":
         for section in document.sections:
             pieces.extend((text, section) for text in _fixed_windows(section.text, size, overlap))
+            _check_count(len(pieces), settings)
     else:
         for section in _with_title(document, size):
             pieces.extend((text, section) for text in split_section(section, size, overlap))
+            _check_count(len(pieces), settings)
     chunks = tuple(
         Chunk(index=i, text=text, headings=section.headings, page=section.page)
         for i, (text, section) in enumerate(pieces)
@@ -374,7 +379,23 @@ def _parent_child(document: Document, settings: CreationSettings) -> ChunkedDocu
             )
             for child in children:
                 chunks.append(Chunk(len(chunks), child, section.headings, section.page, parent_index))
+            _check_count(len(chunks), settings)
     return ChunkedDocument(tuple(chunks), tuple(parents))
+
+
+def _check_count(chunks: int, settings: CreationSettings) -> None:
+    if chunks > limits.MAX_CHUNKS_PER_FILE:
+        raise too_many_chunks(settings)
+
+
+def too_many_chunks(settings: CreationSettings) -> LimitExceeded:
+    """Past limits.MAX_CHUNKS_PER_FILE passages (parent_child: the embedded child passages)."""
+    return LimitExceeded(
+        f"This file makes more than {limits.MAX_CHUNKS_PER_FILE:,} passages at this knowledge base's chunk "
+        f"size of {settings.chunk_size:,} characters ({settings.chunking} chunking), the most LucidRAG indexes "
+        "from one file (MAX_CHUNKS_PER_FILE): each passage is embedded by the embedding model and stored as a "
+        "vector. Split it into smaller files and upload them separately (for long text, a knowledge base "
+        "created with a larger chunk_size makes fewer passages).")
 
 
 def _fixed_windows(text: str, size: int, overlap: int) -> list[str]:

@@ -98,6 +98,22 @@ async def test_a_provider_returning_too_few_vectors_fails_the_file_permanently()
     assert raised.value.permanent and "returned 2 vectors for 3 texts" in str(raised.value)
 
 
+@pytest.mark.parametrize(("own", "said"), [
+    (3, "returned 2 vectors for 3 texts"),  # one batch: the caller's 3 texts and 24 riding along
+    (40, "returned 7 vectors for 8 texts"),  # the second batch: 8 of the caller's and 24 riding
+    (32, "returned 23 vectors for 24 texts"),  # a batch of riding texts only: counted as they are
+])
+async def test_too_few_vectors_are_counted_against_the_callers_texts_only(own, said):
+    class ShortWithProbes(FakeHost):  # one vector short in a batch holding the riding texts
+        async def invoke_embedding(self, embedding_model_uuid, texts):
+            vectors = await super().invoke_embedding(embedding_model_uuid, texts)
+            return vectors[:-1] if any(t.startswith("probe") for t in texts) else vectors
+
+    with pytest.raises(EmbeddingFailure) as raised:
+        await embedder(ShortWithProbes()).embed("kb", MODEL, texts(own), texts(24, "probe"))
+    assert said in str(raised.value)
+
+
 async def test_the_cache_is_keyed_by_kb_model_and_text():
     host = RecordingHost()
     cache = VectorCache()

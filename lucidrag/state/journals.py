@@ -256,6 +256,7 @@ class JournalSettling(ProbeSweeps):
             logger.warning("kb=%s doc=%s: the vectors of a failed upload could not be removed now (%s)",
                            self.kb_id, file_id, describe(error))
 
+
 async def remove_first_write(host: HostApi, collection_id: str, file_id: str, dim: int,
                              first_write: asyncio.Lock | None = None, late_writes: LateWriteNotes | None = None,
                              probe_file: str | None = None,

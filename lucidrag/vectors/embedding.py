@@ -191,7 +191,7 @@ class Embedder:
                 missing.setdefault(key, text)
         extra: list[array] = []
         if missing or uncached:
-            fresh = await self._embed_uncached(model, list(missing.values()) + list(uncached))
+            fresh = await self._embed_uncached(model, list(missing.values()), list(uncached))
             fresh, extra = fresh[: len(missing)], fresh[len(missing) :]
             for key, vector in zip(missing, fresh):
                 self.cache.put(key, vector)
@@ -208,16 +208,19 @@ class Embedder:
             raise _failure(refused.error) from refused.error
         return vectors[0].tolist()
 
-    async def _embed_uncached(self, model: str, texts: list[str]) -> list[array]:
+    async def _embed_uncached(self, model: str, own: list[str], others: list[str]) -> list[array]:
+        """Vectors of `own` (the caller's texts) then of `others` (texts riding in its batches)."""
         size = self.batch_sizes.get(model)
         if not isinstance(size, BatchSize):
             size = self.batch_sizes[model] = BatchSize()
+        texts = own + others
         out: list[array] = []
         start = 0
         while start < len(texts):
             batch = texts[start : start + size.size]
+            riding = min(len(batch), max(0, start + len(batch) - len(own)))  # of `others`
             try:
-                vectors = await self._call(model, batch)
+                vectors = await self._call(model, batch, riding)
             except _TooLarge as refused:
                 if not size.too_large(len(batch), stated_limit(refused.error)):
                     raise _failure(refused.error) from refused.error
@@ -229,7 +232,9 @@ class Embedder:
             start += len(batch)
         return out
 
-    async def _call(self, model: str, batch: list[str]) -> list[array]:
+    async def _call(self, model: str, batch: list[str], riding: int = 0) -> list[array]:
+        """The batch's vectors; its last `riding` texts are not the caller's (an operator's message
+        counts only the caller's)."""
         self.calls += 1
         try:
             vectors = await with_retries(lambda: self.host.invoke_embedding(model, batch))
@@ -240,11 +245,7 @@ class Embedder:
                 raise _TooLarge(error) from error
             raise _failure(error) from error
         if not isinstance(vectors, list) or len(vectors) != len(batch):
-            got = len(vectors) if isinstance(vectors, list) else type(vectors).__name__
-            raise EmbeddingFailure(
-                f"The embedding model returned {got} vectors for {len(batch)} texts. The model or "
-                "its provider is misbehaving; try another embedding model.", permanent=True
-            )
+            raise _wrong_count(vectors, len(batch), riding)
         units = await run_blocking(_unit_vectors, vectors)
         if units is None:
             raise EmbeddingFailure(
@@ -252,6 +253,18 @@ class Embedder:
                 "settings, or choose another embedding model.", permanent=True
             )
         return units
+
+
+def _wrong_count(vectors: object, sent: int, riding: int) -> EmbeddingFailure:
+    """How many vectors came back for how many of the caller's texts (the texts riding along, e.g.
+    the relevance cut's probes, counted out, unless the batch held nothing else)."""
+    own = sent - riding if sent > riding else sent
+    if isinstance(vectors, list):
+        got: object = max(0, len(vectors) - (sent - own))
+    else:
+        got = type(vectors).__name__
+    return EmbeddingFailure(f"The embedding model returned {got} vectors for {own} texts. The model or its "
+                            "provider is misbehaving; try another embedding model.", permanent=True)
 
 
 def _valid(vector: object) -> bool:

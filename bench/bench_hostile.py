@@ -33,6 +33,7 @@ sys.path.insert(0, ROOT)
 
 
 def _cases() -> dict[str, tuple[str, object]]:
+    from tests import binary_workbooks as b
     from tests import hostile_files as h
 
     return {
@@ -57,6 +58,11 @@ def _cases() -> dict[str, tuple[str, object]]:
         "docx_media_400mb": ("report.docx", lambda: h.docx_media_bomb(400)),
         "pptx_media_400mb": ("slides.pptx", lambda: h.pptx_media_bomb(400)),
         "xlsx_cell_XFD1048576": ("prices.xlsx", lambda: h.xlsx_sparse("XFD1048576")),
+        "xls_declares_4g_rows": ("prices.xls", lambda: b.xls_workbook({"Prices": b.Sheet(
+            {(0, 0): "Part", (1, 0): 1.0}, (0, 0xFFFFFFFF, 0, 256))})),
+        "xls_cell_col_65536": ("prices.xls", lambda: b.xls_workbook({"Prices": b.Sheet(
+            {(0, 0): "Part", (65535, 65535): 1.0}, (0, 1, 0, 1))})),
+        "xlsb_cell_XFD1048576": ("prices.xlsb", lambda: b.xlsb_workbook({"Prices": {(0, 0): "Part", (1048575, 16383): 1.0}})),
         "pdf_shared_stream": ("shared.pdf", lambda: h.pdf_shared_content(12, 100_000)),
         "pdf_6000_pages": ("pages.pdf", lambda: h.pdf_many_pages(6000)),
         "zip_json_44mb": ("catalogue.zip", lambda: h.zip_of("catalogue.json", h.json_records(44))),

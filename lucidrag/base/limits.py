@@ -73,11 +73,13 @@ PDF_MAX_CONTENT_BYTES = 200 * 1024 * 1024
 
 # Passages (chunks) one file may make: each is one text for the host's embedding model and one
 # vector in the vector DB, so a 10 MB file of tiny sections or rows (~10^6 passages) would hold the
-# model and the collection for the whole ingest deadline. Counted while the file is chunked, in its
+# model and the collection until the ingest deadline. Counted while the file is chunked, in its
 # worker, before anything is embedded. 10 M characters of prose at the default chunk size make
-# 21,500 (structure), 22,100 (fixed) or 48,400 (parent_child) passages; the 400,000-column CSV
-# 32,600. At 50,000 a hosted model (150 ms per 32 texts) takes ~4 min; a local one at 30-40 texts/s
-# would outlast the ingest deadline; the vectors take 293 MiB of the plugin's memory at 1,536 dims.
+# 21,500 (structure), 22,100 (fixed) or 48,400 (parent_child) passages, the 400,000-column CSV
+# 32,600; a JSON Lines file makes one per record (10 MB of 100-character records: ~100,000, to be
+# split in two). The plugin's own memory bounds it too: an ingest holds ~13 KB per passage at 1,536
+# dimensions (a 20,000-passage upload peaked at 260 MiB), ~650 MiB at this limit. A hosted model
+# (150 ms per 32 texts) embeds 50,000 in ~4 min; a local one at 30-40 texts/s not within the deadline.
 MAX_CHUNKS_PER_FILE = 50_000
 
 # Chunking guards (lucidrag/ingestion/chunking.py).

@@ -7,8 +7,7 @@ grid the way calamine does (cells with a value, at the position their `r` attrib
 after the previous one), failing a sheet past limits.MAX_SHEET_CELLS before calamine sees it.
 
     check_sheet_grids(data, label)   .xlsx / .xlsm (sheet XML) and .ods (content.xml); .xls / .xlsb
-                                     (binary records) pass through: the parse worker's memory cap
-                                     stops them (an .xls sheet is at most 65,536 × 256 cells)
+                                     (binary records) are measured by binsheetgrid.py
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ def _check(archive: zipfile.ZipFile, part: str, label: str, grids) -> None:  # n
         with archive.open(part) as stream:
             for name, grid in grids(stream):
                 if grid.cells > limits.MAX_SHEET_CELLS:
-                    raise _too_large(grid, name, label)
+                    raise grid_too_large(grid, name, label)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise damaged_part(label, part, exc) from None
 
@@ -293,19 +292,19 @@ def _sheet_parts(archive: zipfile.ZipFile) -> list[tuple[str, str]]:
     return sorted((title, part) for part, title in parts.items())
 
 
-def _count(cells: int) -> str:
+def cell_count(cells: int) -> str:
     if cells >= 1_000_000_000:
-        return f"{cells / 1e9:.1f} billion"
+        return f"{cells / 1e9:,.1f} billion"
     if cells >= 1_000_000:
         return f"{cells / 1e6:.1f} million"
     return f"{cells:,}"
 
 
-def _too_large(grid: Grid, name: str, label: str) -> LimitExceeded:
+def grid_too_large(grid: Grid, name: str, label: str) -> LimitExceeded:
     first = f"{column_letters(grid.first_col + 1)}{grid.first_row + 1}"
     last = f"{column_letters(grid.last_col + 1)}{grid.last_row + 1}"
     return LimitExceeded(
-        f"The sheet “{name}” of this {label} file spans {_count(grid.cells)} cells ({grid.columns:,} columns "
+        f"The sheet “{name}” of this {label} file spans {cell_count(grid.cells)} cells ({grid.columns:,} columns "
         f"× {grid.rows:,} rows, {first}:{last}), and the spreadsheet reader allocates every cell of that "
         f"range, empty or not; LucidRAG reads sheets of at most {limits.MAX_SHEET_CELLS:,} cells "
         "(MAX_SHEET_CELLS). Delete the stray cells far outside the table (Ctrl+End goes to the last "

@@ -21,6 +21,7 @@ from lucidrag.ingestion.document import Document, Section
 
 from ._common import TableWriter
 from .faq import faq_columns, faq_sections
+from .binsheetgrid import check_binary_sheet_grids
 from .sheetgrid import check_sheet_grids
 from .text import decode_text, require_content
 
@@ -137,6 +138,7 @@ def parse_spreadsheet(data: bytes, ext: str = ".xlsx") -> Document:
             "EncryptedPackage".encode("utf-16-le") in data[:1 << 20]:
         raise ParseError(ENCRYPTED)
     check_sheet_grids(data, f".{label}")
+    check_binary_sheet_grids(data, f".{label}")
     try:
         workbook = CalamineWorkbook.from_filelike(io.BytesIO(data))
     except PasswordError:

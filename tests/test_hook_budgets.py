@@ -70,7 +70,12 @@ async def test_a_delete_the_vector_db_does_not_answer_fails_in_time_and_succeeds
     assert await within("delete", harness.component.delete_document(KB, result.document_id)) is False
     host.hangs.clear()
     assert await within("delete", harness.component.delete_document(KB, result.document_id)) is True
-    assert host.vectors_of(KB, result.document_id) == [] and keys_of(host, result.document_id) == []
+    assert host.vectors_of(KB, result.document_id) == []
+    # LangBot may still do the delete given up on: the file's entry "0 chunks" is left to the next
+    # process, which removes it once that delete can no longer land
+    back = restarted(host)
+    await back.retrieve(KB, "seal of pump P-7")
+    assert keys_of(host, result.document_id) == []
 
 
 async def test_kb_create_and_delete_answer_in_time_when_plugin_storage_hangs(harness: Harness, host):

@@ -11,6 +11,7 @@ from typing import Any
 
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
+import lucidrag.engine
 from lucidrag.state import latewrites
 from lucidrag.state.kbstate import PROBE_FILE_ID
 from lucidrag.state.storage_keys import file_record_key
@@ -112,43 +113,85 @@ async def test_a_re_upload_whose_earlier_version_delete_went_unanswered_fails_in
     assert again.status == DocumentStatus.FAILED
 
 
-async def test_a_re_upload_after_a_failed_upload_whose_removal_went_unanswered_waits_for_that_removal(monkeypatch):
-    """A failed upload's removal of its vectors lost its answer; LangBot does it within its landing
-    window, whenever. The same document id uploaded again must not write its vectors before that
-    window ends: done after them, the removal would leave the COMPLETED file with no vector (seed
-    1783). Here the removal lands right after the upload's first upsert unless its window has ended
-    by then (it landed before)."""
-    window = 0.3
-    monkeypatch.setattr(latewrites, "PREVIOUS_PROCESS_LANDING_S", window)
-    host = FakePlugin()
-    harness = Harness(host)
-    assert (await harness.ingest(KB, "other.txt", b"The kettle in the kitchen boils water.")).status \
-        == DocumentStatus.COMPLETED
-    host.fail("vector_upsert", when=lambda ids, **_: bool(ids) and not landings)  # the upload fails
-    real_delete, real_upsert = host.vector_delete, host.vector_upsert
-    landings: list[tuple[float, Callable[[], Awaitable[Any]]]] = []
+Landing = tuple[float, Callable[[], Awaitable[Any]]]
+
+
+def removal_answer_lost(host: FakePlugin, file_id: str, window: float) -> list[Landing]:
+    """The first delete of `file_id`'s vectors loses its answer: LangBot does it within `window`
+    (the returned landing: when its window ends, and the call)."""
+    real, landings = host.vector_delete, []
 
     async def delete(*args: Any, **kwargs: Any) -> int:
-        if kwargs.get("file_ids") == ["solar"] and not landings:
-            landings.append((time.monotonic() + window, lambda: real_delete(*args, **kwargs)))
+        if kwargs.get("file_ids") == [file_id] and not landings:
+            landings.append((time.monotonic() + window, lambda: real(*args, **kwargs)))
             raise ActionCallTimeoutError("vector_delete: the action call timed out")
-        return await real_delete(*args, **kwargs)
+        return await real(*args, **kwargs)
+
+    host.vector_delete = delete  # type: ignore[method-assign]
+    return landings
+
+
+def lands_at_the_worst_moment(host: FakePlugin, landings: list[Landing]) -> None:
+    """The held-back removal lands right after the next upsert, unless its window has ended by then
+    (it landed before)."""
+    real = host.vector_upsert
 
     async def upsert(*args: Any, **kwargs: Any) -> Any:
         if landings and time.monotonic() >= landings[0][0]:
-            await landings.pop()[1]()  # its window ended: LangBot did it before this upsert
-        result = await real_upsert(*args, **kwargs)
+            await landings.pop()[1]()
+        result = await real(*args, **kwargs)
         if landings:
             await landings.pop()[1]()
         return result
 
-    host.vector_delete = delete  # type: ignore[method-assign]
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+
+
+async def failed_upload_whose_removal_went_unanswered(host: FakePlugin, harness: Harness,
+                                                       window: float) -> list[Landing]:
+    assert (await harness.ingest(KB, "other.txt", b"The kettle in the kitchen boils water.")).status \
+        == DocumentStatus.COMPLETED
+    host.fail("vector_upsert", when=lambda ids, **_: bool(ids))  # the upload fails
+    landings = removal_answer_lost(host, "solar", window)
     failed = await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")
     assert failed.status == DocumentStatus.FAILED and landings, "the rollback's delete was not sent"
     host.faults.pop("vector_upsert")
-    host.vector_upsert = upsert  # type: ignore[method-assign]
+    return landings
+
+
+async def solar_is_found(harness: Harness) -> None:
     assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
-    assert not landings
-    assert host.vectors_of(KB, "solar")
+    assert harness.host.vectors_of(KB, "solar")
     response = await harness.retrieve(KB, "solar array kilowatts", settings={"search_mode": "vector"})
     assert "solar" in [e.metadata["file_id"] for e in response.results]
+
+
+async def test_a_re_upload_after_a_failed_upload_whose_removal_went_unanswered_waits_for_that_removal(monkeypatch):
+    """A failed upload's removal of its vectors lost its answer; LangBot does it within its landing
+    window, whenever. The same document id uploaded again must not write its vectors before that
+    window ends: done after them, the removal would leave the COMPLETED file with no vector (seed
+    1783)."""
+    window = 0.3
+    monkeypatch.setattr(latewrites, "PREVIOUS_PROCESS_LANDING_S", window)
+    host = FakePlugin()
+    harness = Harness(host)
+    landings = await failed_upload_whose_removal_went_unanswered(host, harness, window)
+    lands_at_the_worst_moment(host, landings)
+    await solar_is_found(harness)
+    assert not landings
+
+
+async def test_a_re_upload_by_the_next_process_waits_for_a_removal_the_previous_one_left_unanswered(monkeypatch):
+    """The same, with the plugin restarted before the re-upload: the dead process's note of the
+    unanswered removal died with it, so the failed file keeps its journal entry "0 chunks" for the
+    next process (TOMBSTONED), whose upload of the id waits until the previous process's calls can
+    no longer land."""
+    window = 0.3
+    monkeypatch.setattr(latewrites, "PREVIOUS_PROCESS_LANDING_S", window)
+    host = FakePlugin()
+    landings = await failed_upload_whose_removal_went_unanswered(host, Harness(host), window)
+    monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", window)
+    back = restarted(host)
+    lands_at_the_worst_moment(back.host, landings)
+    await solar_is_found(back)
+    assert not landings

@@ -203,6 +203,31 @@ async def test_vectors_of_a_failed_new_file_nothing_names_are_swept_by_the_next_
     assert "Tieguanyin" in (await later.texts(KB, "oolong tea cultivar", settings=KEYWORD))[0]
 
 
+async def test_a_query_probing_the_collection_keeps_the_sweep_notes_a_dead_process_left():
+    """As above on a KB whose files were all deleted: the next process finds no record, and cannot
+    read the meta at first, so whether the collection exists is unknown and its first query probes
+    it with one vector under PROBE_FILE_ID, deleted again by file id. That delete took the dead
+    process's sweep notes with it, and the failed file's vectors stayed for good. Now notes found
+    there stay, with the probe, for the sweep."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    assert await harness.component.delete_document(KB, "tea") is True
+    back = restarted(host)
+    for method in (*STORAGE_CALLS, "vector_delete"):
+        back.host.fail(method)
+    assert (await back.ingest(KB, "new.txt", b"", document_id="new-file")).status == DocumentStatus.FAILED
+    assert host.vectors_of(KB, PROBE_FILE_ID), "no sweep note"
+    later = restarted(host)
+    later.host.fail("get_plugin_storage")  # the meta unread
+    await later.retrieve(KB, "anything")
+    assert not state_of(later).fresh, "the query did not probe the collection"
+    later.host.faults.clear()
+    await later.retrieve(KB, "anything")
+    assert host.vectors_of(KB, "new-file") == [], "the failed file's vectors stayed"
+    assert host.vectors_of(KB, PROBE_FILE_ID) == []
+
+
 async def test_a_sweep_note_of_a_file_uploaded_again_since_goes_and_leaves_the_upload(host):
     """A file whose failed upload left a sweep note is uploaded again and COMPLETES while storage
     refuses its record (UNSAVED: an answer): the sweep drops the note and keeps the new upload's

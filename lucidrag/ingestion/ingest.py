@@ -132,9 +132,9 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                         "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
                         "keep track of it. Nothing was kept; upload the file again."
                     )
-            if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
-                await _delete_previous_version(host, request)
             await _after_late_deletes(state, request, deadlines)
+            if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
+                await _delete_previous_version(host, state, request)
             mark = await _write_vectors(host, state, store, request, record, vectors, opening)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
@@ -379,7 +379,9 @@ async def _version_remover(host: HostApi, state: KnowledgeBaseState, embedder: E
     vector of the model's dimension written first (`remove_first_write`; the dimension is learnt
     from one embedding if the upload got no further)."""
     if not state.fresh:
-        return lambda: with_retries(lambda: host.vector_delete(request.collection_id, file_ids=[request.document_id]))
+        file_ids = [request.document_id]
+        return lambda: with_retries(lambda: send_delete(
+            state.files, file_ids, lambda: host.vector_delete(request.collection_id, file_ids=file_ids)))
     if dim is None:
         probe = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, [request.document_id])
         dim = int(probe.shape[1])
@@ -457,14 +459,15 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
         logger.info("kb=%s: vector backend reports %s", request.kb_id, metric.value)
 
 
-async def _delete_previous_version(host: HostApi, request: IngestRequest) -> None:
+async def _delete_previous_version(host: HostApi, state: KnowledgeBaseState, request: IngestRequest) -> None:
     """Re-ingesting a document id replaces it: its earlier vectors go first. Raises
     VectorStoreFailure if they could not: the new version's upsert overwrites only as many chunks
     as it has (and Milvus inserts), so a shorter one would leave the earlier version answered."""
     unanswered = LostAnswers()  # a delete whose answer was lost may land after the new vectors
+    file_ids = [request.document_id]  # (and after a later upload's: noted with the file too)
     try:
-        await with_retries(lambda: send(unanswered, request.document_id, None, lambda: host.vector_delete(
-            request.collection_id, file_ids=[request.document_id])))
+        await with_retries(lambda: send(unanswered, request.document_id, None, lambda: send_delete(
+            state.files, file_ids, lambda: host.vector_delete(request.collection_id, file_ids=file_ids))))
     except Exception as error:  # noqa: BLE001
         if is_kb_gone(error):
             return  # the upload fails once it writes (the KB's deletion closed its writes)
@@ -478,11 +481,12 @@ async def _delete_previous_version(host: HostApi, request: IngestRequest) -> Non
 
 
 async def _after_late_deletes(state: KnowledgeBaseState, request: IngestRequest, deadlines: IngestDeadlines) -> None:
-    """Before the first vector: wait until no delete of this document id's vectors whose answer
-    was lost (a removal of an earlier, failed or deleted upload) can land any more; landing later,
-    it would remove this upload's vectors after it COMPLETED (seed 1783). Raises
-    VectorStoreFailure if that is past the upload's time."""
-    quiet_at = state.files.deletes_quiet_at(request.document_id)
+    """Before the earlier version's removal and the first vector: wait until no delete of this
+    document id's vectors whose answer was lost (a removal of an earlier, failed or deleted upload)
+    can land any more, nor a call of a dead process whose entry named it; landing later, it would
+    remove this upload's vectors after it COMPLETED (seed 1783), or write an earlier version's.
+    Raises VectorStoreFailure if that is past the upload's time."""
+    quiet_at = state.files.vector_calls_quiet_at(request.document_id)
     if quiet_at <= time.monotonic():
         return
     if quiet_at >= deadlines.work:

@@ -56,15 +56,13 @@ class JournalSettling(ProbeSweeps):
             if self.files.state(file_id) is FileState.ABORTED:  # its vectors go, whatever storage holds
                 failed = self.files.facts(file_id).failed  # (else deleted before they could be touched)
                 # `only`: another hook's `reconcile` may have settled it meanwhile (TOMBSTONED, its
-                # entry carrying the dimension a late write's removal needs): never again (seed 5640)
-                if self.fresh:
-                    await self.delete_file(store, file_id, self.first_write_remover(  # ABORTED -> FAILED / DELETED
-                        host, store, collection_id, file_id, dim), failed=failed, only=FileState.ABORTED)
-                    continue
-                await with_retries(lambda f=file_id: send_delete(
-                    self.files, [f], lambda: host.vector_delete(collection_id, file_ids=[f])))
-                self.files.set_first_write_dim(file_id, None)
-                await self.delete_file(store, file_id, failed=failed, only=FileState.ABORTED)  # -> FAILED / DELETED
+                # entry carrying the dimension a late write's removal needs): never again (seed 5640).
+                # The removal goes under the KB's lock, after the entry "0 chunks" that names it
+                # (`delete_file`), so an upload of the id begins after it and a restart knows of it.
+                remove = (self.first_write_remover(host, store, collection_id, file_id, dim) if self.fresh
+                          else self._vectors_remover(host, collection_id, file_id))
+                await self.delete_file(store, file_id, remove, failed=failed,  # ABORTED -> FAILED / DELETED
+                                       only=FileState.ABORTED)
                 continue
             try:
                 entry = await store.read_journal(file_id, strict=True)
@@ -138,6 +136,13 @@ class JournalSettling(ProbeSweeps):
                 if waiting:
                     continue  # the entry stays (no answer): a later upkeep removes what lands meanwhile
                 await self.delete_file(store, file_id, failed=entry.chunks > 0, only=FileState.JOURNALLED)
+
+    def _vectors_remover(self, host: HostApi, collection_id: str, file_id: str) -> Callable[[], Awaitable[None]]:
+        """`delete_file`'s `delete_vectors`: one delete by file id (retried), noted if its answer is lost."""
+        async def remove() -> None:
+            await with_retries(lambda: send_delete(
+                self.files, [file_id], lambda: host.vector_delete(collection_id, file_ids=[file_id])))
+        return remove
 
     def _previous_writes_may_land(self) -> bool:
         """Whether a write of the process that left a journal entry may still land (an upsert

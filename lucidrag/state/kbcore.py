@@ -250,7 +250,7 @@ class KbCore:
                                                       dim if self.never_had_vectors else None)))
                     raise
             # (a dead process's upload: a write of it may still land, as `reconcile` knows)
-            late_vectors = self.files.may_land(file_id) or (
+            late_vectors = self.files.call_may_land(file_id) or (
                 self.files.state(file_id) is FileState.JOURNALLED and time.monotonic() < self.previous_writes_until)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))

@@ -18,14 +18,15 @@ import time
 from collections.abc import Awaitable, Callable
 
 from lucidrag.base.budget import BudgetSpent, holding
-from lucidrag.base.host import HostApi, describe
+from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.writegate import GateClosed
-from lucidrag.state.journals import JournalSettling, remove_first_write
+from lucidrag.state.journals import JournalSettling
 from lucidrag.state.kbload import KbLoad
 from lucidrag.state.lifecycle import FileState
-from lucidrag.state.records import PROBE_FILE_ID, FileRecord
+from lucidrag.state.records import PROBE_FILE_ID, FileRecord, probe_vector_metadata
 from lucidrag.state.repairstate import RepairMode
 from lucidrag.state.store import JournalEntry, KbStore
+from lucidrag.state.sweeps import upsert_markers
 from lucidrag.vectors.scoring import Metric
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,10 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         # removal of a dead process's upload of it) must have landed before this upload's vectors.
         async with holding(self.lock):
             previous, facts = self.files.state(file_id), self.files.facts(file_id)
+            if time.monotonic() < self.previous_writes_until and (
+                    previous is FileState.JOURNALLED or (previous is None and not self.files.records_listed)):
+                # a dead process's entry names it (or may: unlisted), and a call of it may still land
+                self.files.previous_process_calls(file_id, self.previous_writes_until)
             self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):
@@ -168,7 +173,12 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
             return False
         try:
-            await remove_first_write(host, collection_id, PROBE_FILE_ID, dim, self.first_write, self.files)
+            # as `remove_first_write`, but sweep notes found there stay for `sweep_probes`
+            async with holding(self.first_write):  # (Milvus Lite's concurrent creators)
+                await upsert_markers(host, collection_id, PROBE_FILE_ID, dim, self.files,
+                                     [probe_vector_metadata(PROBE_FILE_ID)])
+            if not await self.keep_notes_found(host, collection_id, dim):
+                await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))
         except Exception as error:  # noqa: BLE001 - the next query tries again
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
@@ -200,7 +210,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
                     self.files.record_deleted(file_id)
                     failed = self.files.facts(file_id).failed
-                    if self.files.may_land(file_id):  # the entry goes to the next process
+                    if self.files.call_may_land(file_id):  # the entry goes to the next process
                         if await store.write_journal(JournalEntry(file_id, 0, self.files.late_write_dim(file_id))):
                             self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # DELETING -> TOMBSTONED
                             self.files.left_to_next_process(file_id)

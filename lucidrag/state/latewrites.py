@@ -8,7 +8,7 @@ known): a KB's file table keeps that (`FileTable.unanswered`), so that removing 
 its journal entry "0 chunks" for the next process (TOMBSTONED), whose `reconcile` removes
 whatever landed meanwhile.
 `send_delete` notes a delete of a file's vectors whose answer was lost: an upload of the same id
-waits before its first vector until that delete can no longer land (`FileTable.deletes_quiet_at`).
+waits before its first vector until that delete can no longer land (`FileTable.vector_calls_quiet_at`).
 `UnansweredStorageWrites` does the same for plugin-storage keys, so that a KB's deletion lists its
 keys once more after such a write has had time to land.
 """

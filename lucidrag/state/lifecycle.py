@@ -97,7 +97,7 @@ class FileTable:
         self._stored = 0  # files with RECORD_STORED
         self._journals_to_delete: dict[str, None] = {}
         self._late_writes: dict[str, int | None] = {}  # file id -> the unanswered vectors' dimension
-        # file id -> when an unanswered delete of its vectors can no longer land
+        # file id -> when an unanswered delete of its vectors (or a dead process's call) can no longer land
         self._late_deletes: dict[str, float] = {}
 
     # ------------------------------------------------------------------ states and transitions
@@ -300,9 +300,20 @@ class FileTable:
         for file_id in file_ids:
             self._late_deletes[file_id] = now + landing_s
 
-    def deletes_quiet_at(self, file_id: str) -> float:
-        """When no delete of the file's vectors this process gave up on can land any more (0.0: none)."""
+    def previous_process_calls(self, file_id: str, until: float) -> None:
+        """A dead process's journal entry names the file: a delete or an upsert of its vectors that
+        process sent may still land until `until`."""
+        self._late_deletes[file_id] = max(self._late_deletes.get(file_id, 0.0), until)
+
+    def vector_calls_quiet_at(self, file_id: str) -> float:
+        """When no delete of the file's vectors this process gave up on, nor a call of a dead
+        process that named it, can land any more (0.0: none)."""
         return self._late_deletes.get(file_id, 0.0)
+
+    def call_may_land(self, file_id: str) -> bool:
+        """A write of the file (`may_land`) or a delete of its vectors may still land: removing it
+        leaves its entry "0 chunks" for the next process (TOMBSTONED), which waits for them too."""
+        return self.may_land(file_id) or time.monotonic() < self.vector_calls_quiet_at(file_id)
 
     def left_to_next_process(self, file_id: str) -> None:
         """The file's entry "0 chunks" is durable: the next process removes what lands."""

@@ -79,6 +79,23 @@ class ProbeSweeps(KbCore):
                 continue
         return True
 
+    async def keep_notes_found(self, host: HostApi, collection_id: str, dim: int) -> bool:
+        """Once a query's probe (of `dim`) made sure the collection exists (`open_collection`):
+        whether PROBE_FILE_ID holds sweep notes (a dead process's). If so, they stay, with the
+        probe, for `sweep_probes` once the previous process's calls can no longer land, rather than
+        going with the probe's delete by file id: their files' vectors would be named by nothing.
+        A listing that fails keeps them too."""
+        try:
+            items = await with_retries(lambda: file_vectors(host, collection_id, PROBE_FILE_ID))
+            if not any(map(noted_file, items)):
+                return False
+        except Exception as error:  # noqa: BLE001 - the sweep lists them again
+            logger.warning("kb=%s: notes to remove vectors later could not be looked for (%s)",
+                           self.kb_id, describe(error))
+        self.note_dim = dim
+        self.probe_sweep_at = max(self.probe_sweep_at or 0.0, self.previous_writes_until)
+        return True
+
     def note_for_sweep(self, file_id: str, dim: int) -> None:
         """A sweep note naming `file_id` is about to be sent: the file's vectors and the notes go
         once none of them can land any more (`sweep_probes`)."""

@@ -776,6 +776,22 @@ REGRESSIONS.update({
     # the completed file had no vector left. Now a delete whose answer was lost is noted with the
     # file, and an upload of that id waits, before its first vector, until it can no longer land.
     "late-removal-of-an-aborted-upload-lands-after-its-reupload-1783": History(1783, 'milvus', [Step([('create_kb', 0), ('ingest', 0, 'small', 0)]), Step([('retrieve', 0, 'hybrid', 'not-file'), ('create_kb', 1), ('delete', 0)], storage=1.0, landed=0.3), Step([('ingest', 1, 'medium', 1)], restart=True, outage=('get', 'get_keys'), landed=0.3), Step([('repair', 'retry_saving_records', 1)]), Step([('ingest', 2, 'medium', 0), ('ingest', 3, 'small', 0)]), Step([('ingest', 4, 'medium', 1), ('ingest', 5, 'small', 0)], outage=('get', 'get_keys'), landed=0.3), Step([('ingest', 3, 'bad', 0)], storage=1.0, lost=0.2), Step([('ingest', 4, 'bad', 1), ('ingest', 6, 'bad', 0)], storage=1.0, vectors=0.5), Step([('retrieve', 2, 'keyword', 'none'), ('ingest', 7, 'medium', 0), ('ingest', 8, 'medium', 0)], storage=1.0, slow=1.0), Step([('ingest', 3, 'small', 0)])], jitter_s=0.008),
+    # A failed re-upload (its file unreadable) removed the earlier version's vectors; that delete
+    # lost its answer and was not noted with the file (only a rollback's was), so the next upload of
+    # the id did not wait for it: LangBot did it after that upload COMPLETED, which then had no
+    # vector. Now every delete of a file's vectors by file id is noted when its answer is lost.
+    "late-removal-of-an-earlier-version-lands-after-the-next-upload": History(94, 'chroma', [
+        Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'bad', 0)], slow=1.0),
+        Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
+    # The same across a restart: a re-upload that failed (the vector DB slow and refusing) removed
+    # the earlier version, whose delete lost its answer; the process was replaced, and the next
+    # one's upload of the id COMPLETED before LangBot did that delete. The note of a delete that
+    # may still land dies with its process: now the failed file keeps its journal entry "0 chunks"
+    # for the next process (TOMBSTONED), whose upload of a journalled id waits until the previous
+    # process's calls can no longer land.
+    "dead-process-removal-lands-after-the-next-process-upload": History(71, 'chroma', [
+        Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'medium', 0)], vectors=0.5, slow=0.5, restart=True),
+        Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

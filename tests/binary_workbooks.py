@@ -69,31 +69,46 @@ def xls_workbook(sheets: dict[str, Sheet]) -> bytes:
         position += len(body)
     stream = (_bof(0x0005) + b"".join(bound_sheet(p, name) for p, name in zip(positions, sheets))
               + _biff(0x000A, b"") + b"".join(bodies))
-    return compound_file("Workbook", stream.ljust(4096, b"\0"))  # ≥ 4,096 bytes: no mini stream
+    return compound_file("Workbook", stream)
 
 
-_SECTOR = 512
 _FREE, _END, _FAT, _NONE = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFF
 
 
-def compound_file(name: str, stream: bytes) -> bytes:
-    """An OLE compound file (version 3, 512-byte sectors) holding one stream of ≥ 4,096 bytes."""
-    data_sectors = -(-len(stream) // _SECTOR)
+def compound_file(name: str, stream: bytes, *, shift: int = 9) -> bytes:
+    """An OLE compound file holding one stream: version 3 (512-byte sectors, `shift` 9) or 4
+    (4,096, `shift` 12). A stream under 4,096 bytes goes in the mini stream, as writers put it."""
+    size = 1 << shift
+    per_sector = size // 4
+    mini = len(stream) < 4096
+    body = stream.ljust(-(-len(stream) // 64) * 64, b"\0") if mini else stream
+    body_sectors = -(-len(body) // size)
     fat_sectors = 1
-    while fat_sectors * (_SECTOR // 4) < fat_sectors + 1 + data_sectors:
+    while fat_sectors * per_sector < fat_sectors + 1 + mini + body_sectors:
         fat_sectors += 1
     assert fat_sectors <= 109, "the header's DIFAT holds 109 FAT sectors"
-    directory, first_data = fat_sectors, fat_sectors + 1
-    fat = [_FAT] * fat_sectors + [_END]
-    fat += [first_data + i + 1 for i in range(data_sectors - 1)] + [_END]
-    fat += [_FREE] * (fat_sectors * (_SECTOR // 4) - len(fat))
-    header = struct.pack("<8s16sHHHHH6sIIIIIIIII", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", bytes(16), 0x003E, 3,
-                         0xFFFE, 9, 6, bytes(6), 0, fat_sectors, directory, 0, 4096, _END, 0, _END, 0)
+    directory = fat_sectors
+    minifat = directory + 1 if mini else _END
+    first_body = directory + 1 + mini
+    fat = [_FAT] * fat_sectors + [_END] + ([_END] if mini else [])
+    fat += [first_body + i + 1 for i in range(body_sectors - 1)] + [_END]
+    fat += [_FREE] * (fat_sectors * per_sector - len(fat))
+    header = struct.pack("<8s16sHHHHH6sIIIIIIIII", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", bytes(16), 0x003E,
+                         3 if shift == 9 else 4, 0xFFFE, shift, 6, bytes(6), 0 if shift == 9 else 1, fat_sectors,
+                         directory, 0, 4096, minifat, 1 if mini else 0, _END, 0)
     header += struct.pack("<109I", *(list(range(fat_sectors)) + [_FREE] * (109 - fat_sectors)))
-    entries = (_entry("Root Entry", 5, child=1, start=_END, size=0) + _entry(name, 2, child=_NONE,
-               start=first_data, size=len(stream)) + _entry("", 0, child=_NONE, start=0, size=0) * 2)
-    return (header + struct.pack(f"<{len(fat)}I", *fat) + entries
-            + stream.ljust(data_sectors * _SECTOR, b"\0"))
+    if mini:  # the root entry holds the mini stream; the stream is mini sectors 0, 1, … of it
+        entries = (_entry("Root Entry", 5, child=1, start=first_body, size=len(body))
+                   + _entry(name, 2, child=_NONE, start=0, size=len(stream)))
+        chain = [i + 1 for i in range(len(body) // 64 - 1)] + [_END]
+        minifat_sector = [struct.pack(f"<{per_sector}I", *(chain + [_FREE] * (per_sector - len(chain))))]
+    else:
+        entries = (_entry("Root Entry", 5, child=1, start=_END, size=0)
+                   + _entry(name, 2, child=_NONE, start=first_body, size=len(stream)))
+        minifat_sector = []
+    entries += _entry("", 0, child=_NONE, start=0, size=0) * ((size - 256) // 128)  # the sector's other entries
+    return (header.ljust(size, b"\0") + struct.pack(f"<{len(fat)}I", *fat) + entries + b"".join(minifat_sector)
+            + body.ljust(body_sectors * size, b"\0"))
 
 
 def _entry(name: str, kind: int, *, child: int, start: int, size: int) -> bytes:

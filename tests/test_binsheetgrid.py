@@ -15,6 +15,7 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded, ParseError
 from lucidrag.ingestion.parsing import parse_file
 from lucidrag.ingestion.parsing.binsheetgrid import binary_sheet_grids, xlsb_grid
+from lucidrag.ingestion.parsing.olecfb import compound_stream
 from tests.binary_workbooks import Sheet, _biff, _bof, _record, compound_file, xls_workbook, xlsb_sheet, xlsb_workbook
 from tests.conftest import Harness
 
@@ -82,7 +83,7 @@ def test_an_encrypted_xls_is_left_to_the_reader_to_refuse():
     head = _bof(0x0005) + _biff(0x002F, struct.pack("<HHH", 1, 1, 1) + bytes(48))
     bound = _biff(0x0085, struct.pack("<IBBBB", 0, 0, 0, 1, 0) + b"S")
     stream = head + _biff(0x0085, struct.pack("<IBBBB", len(head) + len(bound) + 4, 0, 0, 1, 0) + b"S")
-    data = compound_file("Workbook", (stream + _biff(0x000A, b"") + sheet).ljust(4096, b"\0"))
+    data = compound_file("Workbook", stream + _biff(0x000A, b"") + sheet)
     assert list(binary_sheet_grids(data, ".xls")) == []
     with pytest.raises(ParseError) as raised:
         parse_file(data, "locked.xls")
@@ -118,3 +119,20 @@ def _replace_part(data: bytes, part: str, content: bytes) -> bytes:
         for info in source.infolist():
             target.writestr(info.filename, content if info.filename == part else source.read(info.filename))
     return out.getvalue()
+
+
+@pytest.mark.parametrize("shift", [9, 12], ids=["512-byte sectors", "4096-byte sectors"])
+@pytest.mark.parametrize("size", [179, 5_000, 300_000], ids=["in the mini stream", "small", "large"])
+def test_a_compound_files_stream_is_read_whole(shift: int, size: int):
+    stream = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    assert compound_stream(compound_file("Workbook", stream, shift=shift), ("book", "WORKBOOK")) == stream
+
+
+def test_a_looping_chain_costs_no_more_than_reading_the_file():
+    data = bytearray(compound_file("Workbook", b"\x09\x08" + bytes(5_000)))
+    first_data, entry = 2, 2 * 512 + 128  # the stream's first sector; its directory entry
+    struct.pack_into("<I", data, 512 + 4 * first_data, first_data)  # its chain loops on itself
+    struct.pack_into("<I", data, entry + 120, 0xFFFFFF00)  # and it declares 4 GB
+    assert compound_stream(bytes(data), ("Workbook",)) is None
+    struct.pack_into("<I", data, entry + 120, 5_002)
+    assert len(compound_stream(bytes(data), ("Workbook",))) == 5_002 < len(data)

@@ -14,8 +14,8 @@ sheet past limits.MAX_SHEET_CELLS, declared or spanned, before calamine sees the
                                             else passes through (sheetgrid.py measures .xlsx/.ods)
     binary_sheet_grids(data, label)         each sheet's name, declared (rows, columns), grid
 
-An OLE container olefile cannot read passes through too: calamine reports it damaged, or the parse
-worker's memory cap stops it.
+A compound file whose workbook stream cannot be followed (olecfb.py) passes through too: calamine
+reports it damaged, or the parse worker's memory cap stops it.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from lucidrag.base import limits
 from lucidrag.base.errors import LimitExceeded
 
 from .archive import damaged_part
+from .olecfb import MAGIC, compound_stream
 from .sheetgrid import Grid, cell_count, grid_too_large
-
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _CHUNK = 1 << 20
 
 # ---------------------------------------------------------------------------------------------
@@ -46,7 +45,7 @@ _BOF, _EOF, _FILEPASS, _BOUNDSHEET, _DIMENSIONS, _MULRK, _FORMULA = (
     0x0809, 0x000A, 0x002F, 0x0085, 0x0200, 0x00BD, 0x0006)
 # Records calamine keeps a cell of, each starting with its row and column (u16 each)
 _CELLS = frozenset({0x0203, 0x0204, 0x00D6, 0x0205, 0x027E, 0x00FD, _FORMULA})
-_WORKBOOK_STREAMS = ("Workbook", "Book")  # olefile finds names case-insensitively, as calamine tries
+_WORKBOOK_STREAMS = ("Workbook", "Book")  # calamine tries these (and their upper case) in turn
 
 
 def check_binary_sheet_grids(data: bytes, label: str) -> None:
@@ -60,25 +59,15 @@ def check_binary_sheet_grids(data: bytes, label: str) -> None:
 def binary_sheet_grids(data: bytes, label: str) -> Iterator[tuple[str, tuple[int, int] | None, Grid]]:
     """Each sheet's name, the (rows, columns) calamine reserves for it before reading it (.xls:
     its largest DIMENSIONS record; None: nothing reserved) and the grid of its cells."""
-    if data.startswith(_OLE_MAGIC):
-        stream = _workbook_stream(data)
+    if data.startswith(MAGIC):
+        stream = compound_stream(data, _WORKBOOK_STREAMS)
+        walked: dict[int, tuple[tuple[int, int] | None, Grid]] = {}  # sheets named at one position
         for name, position in _xls_sheets(stream) if stream is not None else ():
-            yield name, *_xls_sheet(stream, position)
+            if position not in walked:
+                walked[position] = _xls_sheet(stream, position)
+            yield name, *walked[position]
     elif data.startswith(b"PK"):
         yield from _xlsb_grids(data, label)
-
-
-def _workbook_stream(data: bytes) -> bytes | None:
-    import olefile
-
-    try:
-        with olefile.OleFileIO(io.BytesIO(data)) as ole:
-            for name in _WORKBOOK_STREAMS:
-                if ole.exists(name):
-                    return ole.openstream(name).read()
-    except Exception:  # noqa: BLE001 - olefile raises many types on a damaged container
-        return None
-    return None
 
 
 def _records(stream: bytes, position: int) -> Iterator[tuple[int, int, int]]:

@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:
 
 import lucidrag.base.host  # noqa: E402
 import lucidrag.engine  # noqa: E402
+import lucidrag.state.lifecycle  # noqa: E402
 from lucidrag.index import segindex  # noqa: E402
 from components.knowledge_engine.lucid_rag import LucidRag  # noqa: E402
 from lucidrag.engine import Engine  # noqa: E402
@@ -71,10 +72,12 @@ def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def previous_process_calls_landed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A FakeHost call is done when it returns, and a test that holds one back lets it land
-    before it restarts the plugin: no call of the previous process is in flight after a restart.
+    before it restarts the plugin: no call of the previous process is in flight after a restart,
+    and no write the plugin gave up on lands later unless the test says when (it sets the window).
     (tests/sim models the window: its calls land up to twice the SDK's timeout later.)"""
     if "sim" not in request.path.parts:
         monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", 0.0)
+        monkeypatch.setattr(lucidrag.state.lifecycle, "PREVIOUS_PROCESS_LANDING_S", 0.0)
 
 
 class FakePlugin(FakeHost):

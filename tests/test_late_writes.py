@@ -12,12 +12,12 @@ from typing import Any
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.engine
-from lucidrag.state import latewrites
+from lucidrag.state import latewrites, lifecycle
 from lucidrag.state.kbstate import PROBE_FILE_ID
 from lucidrag.state.storage_keys import file_record_key
 from tests.conftest import FakePlugin, Harness
 from tests.fakes import ActionCallTimeoutError
-from tests.test_state_runtime import restarted
+from tests.test_state_runtime import long_text, restarted
 
 KB = "kb-late"
 SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
@@ -119,10 +119,11 @@ Landing = tuple[float, Callable[[], Awaitable[Any]]]
 def removal_answer_lost(host: FakePlugin, file_id: str, window: float) -> list[Landing]:
     """The first delete of `file_id`'s vectors loses its answer: LangBot does it within `window`
     (the returned landing: when its window ends, and the call)."""
-    real, landings = host.vector_delete, []
+    real, landings, lost = host.vector_delete, [], []
 
     async def delete(*args: Any, **kwargs: Any) -> int:
-        if kwargs.get("file_ids") == [file_id] and not landings:
+        if kwargs.get("file_ids") == [file_id] and not lost:
+            lost.append(True)
             landings.append((time.monotonic() + window, lambda: real(*args, **kwargs)))
             raise ActionCallTimeoutError("vector_delete: the action call timed out")
         return await real(*args, **kwargs)
@@ -132,19 +133,26 @@ def removal_answer_lost(host: FakePlugin, file_id: str, window: float) -> list[L
 
 
 def lands_at_the_worst_moment(host: FakePlugin, landings: list[Landing]) -> None:
-    """The held-back removal lands right after the next upsert, unless its window has ended by then
-    (it landed before)."""
-    real = host.vector_upsert
+    """The held-back call lands right after the next upsert, unless its window has ended by then,
+    or by a vector delete before it (then it landed before that)."""
+    real_upsert, real_delete = host.vector_upsert, host.vector_delete
 
-    async def upsert(*args: Any, **kwargs: Any) -> Any:
+    async def landed_if_due() -> None:
         if landings and time.monotonic() >= landings[0][0]:
             await landings.pop()[1]()
-        result = await real(*args, **kwargs)
+
+    async def delete(*args: Any, **kwargs: Any) -> Any:
+        await landed_if_due()
+        return await real_delete(*args, **kwargs)
+
+    async def upsert(*args: Any, **kwargs: Any) -> Any:
+        await landed_if_due()
+        result = await real_upsert(*args, **kwargs)
         if landings:
             await landings.pop()[1]()
         return result
 
-    host.vector_upsert = upsert  # type: ignore[method-assign]
+    host.vector_upsert, host.vector_delete = upsert, delete  # type: ignore[method-assign]
 
 
 async def failed_upload_whose_removal_went_unanswered(host: FakePlugin, harness: Harness,
@@ -195,3 +203,29 @@ async def test_a_re_upload_by_the_next_process_waits_for_a_removal_the_previous_
     lands_at_the_worst_moment(back.host, landings)
     await solar_is_found(back)
     assert not landings
+
+
+async def test_a_re_upload_waits_for_a_write_of_the_earlier_upload_that_may_still_land(monkeypatch):
+    """An upload COMPLETED although one of its upserts lost its answer (a retry wrote it); LangBot
+    may still do the first one. The same document id uploaded again waits until it can no longer
+    land before it removes the earlier version: landing after, it would bring the earlier
+    version's chunks back beside the new ones."""
+    window = 0.3
+    monkeypatch.setattr(lifecycle, "PREVIOUS_PROCESS_LANDING_S", window)
+    host = FakePlugin()
+    harness = Harness(host)
+    real, late = host.vector_upsert, []
+
+    async def upsert(*args: Any, **kwargs: Any) -> Any:
+        if not late:  # the first upsert lands within its window, whenever
+            late.append((time.monotonic() + window, lambda: real(*args, **kwargs)))
+            raise ActionCallTimeoutError("vector_upsert: the action call timed out")
+        return await real(*args, **kwargs)
+
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+    earlier = await harness.ingest(KB, "solar.txt", long_text(40), document_id="solar")
+    assert earlier.status == DocumentStatus.COMPLETED and late, "no upsert lost its answer"
+    lands_at_the_worst_moment(host, late)
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    texts = [m["text"] for m in host.vectors_of(KB, "solar")]
+    assert texts and not any("QX-" in t for t in texts), "the earlier version's chunks came back"

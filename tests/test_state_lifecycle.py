@@ -157,6 +157,31 @@ async def test_vectors_a_failed_ingest_could_not_remove_are_removed_by_a_later_r
     assert not state_of(harness).needs_upkeep()
 
 
+async def test_reconcile_removes_an_aborted_file_under_the_kbs_lock_after_its_entry(harness: Harness, host):
+    """`reconcile`'s removal of an ABORTED file's vectors is sent under the KB's lock (an upload of
+    the same id begins under it: the removal must not land after that upload's vectors) and once
+    the file's entry "0 chunks" is stored (a restart knows of the removal if this process dies
+    with it in flight)."""
+    await harness.ingest(KB, "tea.txt", TEA)
+    host.fail("vector_upsert", when=on_call(2), error=RuntimeError("vector DB went away"))
+    host.fail("vector_delete")
+    failed = await harness.ingest(KB, "parts.txt", b"\n\n".join(
+        f"Part {i} of the pump is checked weekly.".encode() for i in range(300)), settings={"chunk_size": 64, "chunk_overlap": 0})
+    assert state_of(harness).files.state(failed.document_id) is FileState.ABORTED
+    host.faults.clear()
+    real_delete, seen = host.vector_delete, []
+
+    async def delete(*args: object, **kwargs: object) -> int:
+        if kwargs.get("file_ids") == [failed.document_id]:
+            seen.append((state_of(harness).lock.locked(), journal_key(KB, failed.document_id) in host.storage))
+        return await real_delete(*args, **kwargs)
+
+    host.vector_delete = delete  # type: ignore[method-assign]
+    await harness.retrieve(KB, "anything")
+    assert seen == [(True, True)]
+    assert host.vectors_of(KB, failed.document_id) == []
+
+
 STORAGE_CALLS = ("set_plugin_storage", "delete_plugin_storage", "get_plugin_storage", "get_plugin_storage_keys")
 
 

@@ -132,7 +132,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                         "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
                         "keep track of it. Nothing was kept; upload the file again."
                     )
-            await _after_late_deletes(state, request, deadlines)
+            await _after_late_calls(state, request, deadlines)
             if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
                 await _delete_previous_version(host, state, request)
             mark = await _write_vectors(host, state, store, request, record, vectors, opening)
@@ -480,21 +480,22 @@ async def _delete_previous_version(host: HostApi, state: KnowledgeBaseState, req
                                  "file was removed, so it could still remove the new one. Upload the file again.")
 
 
-async def _after_late_deletes(state: KnowledgeBaseState, request: IngestRequest, deadlines: IngestDeadlines) -> None:
-    """Before the earlier version's removal and the first vector: wait until no delete of this
-    document id's vectors whose answer was lost (a removal of an earlier, failed or deleted upload)
-    can land any more, nor a call of a dead process whose entry named it; landing later, it would
-    remove this upload's vectors after it COMPLETED (seed 1783), or write an earlier version's.
-    Raises VectorStoreFailure if that is past the upload's time."""
-    quiet_at = state.files.vector_calls_quiet_at(request.document_id)
+async def _after_late_calls(state: KnowledgeBaseState, request: IngestRequest, deadlines: IngestDeadlines) -> None:
+    """Before the earlier version's removal and the first vector: wait until no call of this
+    document id whose answer was lost can land any more (a removal of an earlier, failed or deleted
+    upload, a write of an earlier upload, a delete of its record), nor a call of a dead process whose
+    entry named it; landing later, it would remove this upload's vectors or record after it
+    COMPLETED (seed 1783), or write an earlier version's. Raises VectorStoreFailure if that is past
+    the upload's time."""
+    quiet_at = state.calls_quiet_at(request.document_id)
     if quiet_at <= time.monotonic():
         return
     if quiet_at >= deadlines.work:
         raise VectorStoreFailure(
-            "The vector database did not answer a removal of an earlier upload of this file, and may still do it "
-            f"(until {int(quiet_at - time.monotonic())} s from now): it would remove this upload. Nothing was kept; "
-            "upload the file again in a few minutes.")
-    logger.info("kb=%s doc=%s: waiting %.0f s for an unanswered removal of an earlier upload to land",
+            "LangBot did not answer a change of an earlier upload of this file (a removal or a write), and may still "
+            f"do it (until {int(quiet_at - time.monotonic())} s from now): it would undo this upload. Nothing was "
+            "kept; upload the file again in a few minutes.")
+    logger.info("kb=%s doc=%s: waiting %.0f s for an unanswered change of an earlier upload to land",
                 request.kb_id, request.document_id, quiet_at - time.monotonic())
     with state.writes.stopped_when_closed():  # the KB's deletion does not wait for it
         await asyncio.sleep(quiet_at - time.monotonic())

@@ -30,8 +30,8 @@ from lucidrag.state.metastate import MetaState, Presence
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import FileRecord
 from lucidrag.state.repairstate import RepairMode, RepairState
-from lucidrag.state.storage_keys import part_owner
-from lucidrag.state.latewrites import storage_writes_may_land
+from lucidrag.state.storage_keys import file_record_key, part_owner
+from lucidrag.state.latewrites import storage_key_quiet_at, storage_writes_may_land
 from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed, decode_record, list_keys
 from lucidrag.vectors.scoring import Metric
 
@@ -197,6 +197,18 @@ class KbCore:
             file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
             or (self._emptiness_may_name_files() and (self.repair.finding_files or not self.loaded)))
 
+    def calls_quiet_at(self, file_id: str) -> float:
+        """When no call of the file whose answer was lost (a write, a delete of its vectors or of
+        its record), nor one of a dead process whose entry named it, can land any more (0.0: none)."""
+        previous = self.previous_writes_until if self.files.previous_process_named(file_id) else 0.0
+        return max(self.files.calls_quiet_at(file_id), storage_key_quiet_at(file_record_key(self.kb_id, file_id)),
+                   previous)
+
+    def calls_may_land(self, file_id: str) -> bool:
+        """A call of the file may still land: removing it leaves its entry "0 chunks" for the next
+        process (TOMBSTONED), whose upload of the id waits for them too."""
+        return self.files.may_land(file_id) or time.monotonic() < self.calls_quiet_at(file_id)
+
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
                           record_sent: bool = False, failed: bool = False, only: FileState | None = None) -> bool:
@@ -249,9 +261,8 @@ class KbCore:
                                                   first_write_dim=facts.first_write_dim or (
                                                       dim if self.never_had_vectors else None)))
                     raise
-            # (a dead process's upload: a write of it may still land, as `reconcile` knows)
-            late_vectors = self.files.call_may_land(file_id) or (
-                self.files.state(file_id) is FileState.JOURNALLED and time.monotonic() < self.previous_writes_until)
+            # (a dead process's upload too: a write of it may still land, as `reconcile` knows)
+            late_vectors = self.calls_may_land(file_id)
             may_land = (record_sent or late_vectors
                         or self.files.state(file_id) in (FileState.UNSAVED, FileState.TOMBSTONED))
             self.files.move(file_id, FileState.DELETING, failed=failed)
@@ -452,10 +463,10 @@ class KbCore:
         return await self._name_unsaved_files(store) and await self._put_record(store, record)
 
     async def _put_record(self, store: KbStore, record: FileRecord) -> bool:
-        """Save a record; a failed save may still land (`FileTable.unanswered`)."""
+        """Save a record; a failed save may have landed, or land later (`FileTable.save_failed`)."""
         saved = await store.save_record(record)
         if not saved:
-            self.files.unanswered(record.file_id)
+            self.files.save_failed(record.file_id)
             self._doubt_emptiness(False)
         return saved
 

@@ -62,6 +62,9 @@ class KbLoad(FileReads):
                 # this process knows better about its own files (but a committed one's entry outlived it)
                 if self.files.state(file_id) in (None, FileState.COMMITTED):
                     self.files.move(file_id, FileState.JOURNALLED)
+                    # a call of the process that wrote the entry may still land: an upload of the
+                    # id waits for it, also once `reconcile` has settled the file
+                    self.files.named_by_previous_process(file_id)
             # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
             self.snapshot.listed(snapshot.index_segments(self.kb_id))
             self.stray_parts |= set(snapshot.stray_parts(self.kb_id))

@@ -48,10 +48,9 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         # removal of a dead process's upload of it) must have landed before this upload's vectors.
         async with holding(self.lock):
             previous, facts = self.files.state(file_id), self.files.facts(file_id)
-            if time.monotonic() < self.previous_writes_until and (
-                    previous is FileState.JOURNALLED or (previous is None and not self.files.records_listed)):
-                # a dead process's entry names it (or may: unlisted), and a call of it may still land
-                self.files.previous_process_calls(file_id, self.previous_writes_until)
+            if previous is None and not self.files.records_listed:
+                # a dead process's entry may name it (storage's listing would say: `seed`)
+                self.files.named_by_previous_process(file_id)
             self.files.move(file_id, FileState.INGESTING)
         for _ in range(COMMIT_SAVE_ATTEMPTS):
             if await store.write_journal(JournalEntry(file_id, chunks, dim)):
@@ -110,9 +109,10 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
             persisted = await self._persist_index(store)
-            if saved and persisted:
+            if saved and persisted and not self.calls_may_land(file_id):
                 await self._clear_journal(store, file_id)
-            # else the journal entry stays: a restart adopts the file (and indexes it)
+            # else the journal entry stays: a restart adopts the file (and indexes it), and its
+            # upload of the id waits for this process's calls of it that may still land
         return True
 
     async def _holds_without_record(self, store: KbStore, file_id: str) -> bool:
@@ -210,7 +210,7 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                 if self.files.state(file_id) is FileState.DELETING and await store.delete_record(file_id):
                     self.files.record_deleted(file_id)
                     failed = self.files.facts(file_id).failed
-                    if self.files.call_may_land(file_id):  # the entry goes to the next process
+                    if self.calls_may_land(file_id):  # the entry goes to the next process
                         if await store.write_journal(JournalEntry(file_id, 0, self.files.late_write_dim(file_id))):
                             self.files.move(file_id, FileState.TOMBSTONED, failed=failed)  # DELETING -> TOMBSTONED
                             self.files.left_to_next_process(file_id)

@@ -10,7 +10,8 @@ whatever landed meanwhile.
 `send_delete` notes a delete of a file's vectors whose answer was lost: an upload of the same id
 waits before its first vector until that delete can no longer land (`FileTable.vector_calls_quiet_at`).
 `UnansweredStorageWrites` does the same for plugin-storage keys, so that a KB's deletion lists its
-keys once more after such a write has had time to land.
+keys once more after such a write has had time to land, and an upload of a file waits until a
+write or delete of its record given up on can no longer land.
 """
 
 from __future__ import annotations
@@ -90,21 +91,34 @@ async def send_delete(notes: LateDeleteNotes, file_ids: list[str], call: Callabl
 
 
 class UnansweredStorageWrites:
-    """The plugin-storage keys of one installation whose write went unanswered in this process
-    (the time it was given up on): LangBot may still write them."""
+    """The plugin-storage keys of one installation whose write (or delete) went unanswered in this
+    process (the time it was given up on): LangBot may still write (or delete) them."""
 
     def __init__(self) -> None:
         self._given_up: dict[str, float] = {}
+        self._deletes_given_up: dict[str, float] = {}
 
     def given_up(self, key: str) -> None:
-        now = time.monotonic()
-        self._given_up = {k: at for k, at in self._given_up.items() if at + STORAGE_LANDING_S > now}
-        self._given_up[key] = now
+        self._given_up = _noted(self._given_up, key)
+
+    def delete_given_up(self, key: str) -> None:
+        self._deletes_given_up = _noted(self._deletes_given_up, key)
 
     def quiet_at(self, kb_id: str) -> float:
         """When every write of the KB's keys given up on so far has had time to land."""
         late = keys_of_kb(list(self._given_up), kb_id)
         return max((self._given_up[k] + STORAGE_LANDING_S for k in late), default=0.0)
+
+    def key_quiet_at(self, key: str) -> float:
+        """When no write or delete of `key` given up on so far can land any more (0.0: none)."""
+        return max((at + STORAGE_LANDING_S for at in (self._given_up.get(key), self._deletes_given_up.get(key))
+                    if at is not None), default=0.0)
+
+
+def _noted(given_up: dict[str, float], key: str) -> dict[str, float]:
+    """`given_up` without what can no longer land, and `key` given up on now."""
+    now = time.monotonic()
+    return {**{k: at for k, at in given_up.items() if at + STORAGE_LANDING_S > now}, key: now}
 
 
 # the installation's, set for the duration of each hook
@@ -120,6 +134,12 @@ def noting_unanswered_writes(writes: UnansweredStorageWrites) -> Iterator[None]:
         yield
     finally:
         unanswered_storage_writes.reset(token)
+
+
+def storage_key_quiet_at(key: str) -> float:
+    """When no write or delete of `key` this process gave up on can land any more (0.0: none)."""
+    writes = unanswered_storage_writes.get()
+    return writes.key_quiet_at(key) if writes is not None else 0.0
 
 
 def storage_writes_may_land(kb_id: str) -> bool:

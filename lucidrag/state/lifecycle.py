@@ -21,6 +21,7 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S
 from lucidrag.state.records import FileRecord
 
 
@@ -97,8 +98,10 @@ class FileTable:
         self._stored = 0  # files with RECORD_STORED
         self._journals_to_delete: dict[str, None] = {}
         self._late_writes: dict[str, int | None] = {}  # file id -> the unanswered vectors' dimension
-        # file id -> when an unanswered delete of its vectors (or a dead process's call) can no longer land
-        self._late_deletes: dict[str, float] = {}
+        # file id -> when an unanswered write of it or delete of its vectors (or a dead process's
+        # call) can no longer land
+        self._quiet_at: dict[str, float] = {}
+        self._named_by_previous_process: set[str] = set()
 
     # ------------------------------------------------------------------ states and transitions
     def state(self, file_id: str) -> FileState | None:
@@ -281,8 +284,15 @@ class FileTable:
 
     # ------------------------------------------------------------------ writes that may land late
     def unanswered(self, file_id: str, dim: int | None = None) -> None:
-        """A write of the file failed in a way that may still land (plugin storage says no more
-        than that a save failed: every failed record save counts); `dim`: its vectors'."""
+        """A write of the file's vectors (of dimension `dim`, if known) lost its answer: LangBot
+        may still do it within PREVIOUS_PROCESS_LANDING_S."""
+        self.save_failed(file_id, dim)
+        self._lands_until(file_id, time.monotonic() + PREVIOUS_PROCESS_LANDING_S)
+
+    def save_failed(self, file_id: str, dim: int | None = None) -> None:
+        """A write of the file failed in a way that may have landed (plugin storage says no more
+        than that a save failed: every failed record save counts; one whose answer was lost may
+        land later too: `latewrites.storage_key_quiet_at`)."""
         if dim is not None or file_id not in self._late_writes:
             self._late_writes[file_id] = dim
 
@@ -295,25 +305,26 @@ class FileTable:
     def delete_unanswered(self, file_ids: Iterable[str], landing_s: float) -> None:
         """A delete of these files' vectors went unanswered: LangBot may still do it within
         `landing_s`, and then it removes whatever vectors of theirs are there by then."""
-        now = time.monotonic()
-        self._late_deletes = {f: at for f, at in self._late_deletes.items() if at > now}
         for file_id in file_ids:
-            self._late_deletes[file_id] = now + landing_s
+            self._lands_until(file_id, time.monotonic() + landing_s)
 
-    def previous_process_calls(self, file_id: str, until: float) -> None:
-        """A dead process's journal entry names the file: a delete or an upsert of its vectors that
-        process sent may still land until `until`."""
-        self._late_deletes[file_id] = max(self._late_deletes.get(file_id, 0.0), until)
+    def named_by_previous_process(self, file_id: str) -> None:
+        """A dead process's journal entry names the file (or may: storage was not listed): a write
+        of it or a delete of its vectors that process sent may still land (`previous_writes_until`)."""
+        self._named_by_previous_process.add(file_id)
 
-    def vector_calls_quiet_at(self, file_id: str) -> float:
-        """When no delete of the file's vectors this process gave up on, nor a call of a dead
-        process that named it, can land any more (0.0: none)."""
-        return self._late_deletes.get(file_id, 0.0)
+    def previous_process_named(self, file_id: str) -> bool:
+        return file_id in self._named_by_previous_process
 
-    def call_may_land(self, file_id: str) -> bool:
-        """A write of the file (`may_land`) or a delete of its vectors may still land: removing it
-        leaves its entry "0 chunks" for the next process (TOMBSTONED), which waits for them too."""
-        return self.may_land(file_id) or time.monotonic() < self.vector_calls_quiet_at(file_id)
+    def calls_quiet_at(self, file_id: str) -> float:
+        """When no write of the file or delete of its vectors this process gave up on can land any
+        more (0.0: none)."""
+        return self._quiet_at.get(file_id, 0.0)
+
+    def _lands_until(self, file_id: str, until: float) -> None:
+        now = time.monotonic()
+        self._quiet_at = {f: at for f, at in self._quiet_at.items() if at > now}
+        self._quiet_at[file_id] = max(self._quiet_at.get(file_id, 0.0), until)
 
     def left_to_next_process(self, file_id: str) -> None:
         """The file's entry "0 chunks" is durable: the next process removes what lands."""

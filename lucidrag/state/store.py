@@ -169,7 +169,12 @@ async def delete_value(host: HostApi, key: str, what: str) -> bool:
     try:
         await bounded(lambda: host.delete_plugin_storage(key))
         return True
-    except Exception as error:  # noqa: BLE001
+    except BaseException as error:
+        writes = unanswered_storage_writes.get()
+        if writes is not None and answer_lost(error):
+            writes.delete_given_up(key)  # LangBot may still delete it, after a new value was saved
+        if not isinstance(error, Exception):
+            raise
         logger.warning("could not delete %s (%s)", what, describe(error))
         return False
 

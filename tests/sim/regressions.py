@@ -792,6 +792,22 @@ REGRESSIONS.update({
     "dead-process-removal-lands-after-the-next-process-upload": History(71, 'chroma', [
         Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'medium', 0)], vectors=0.5, slow=0.5, restart=True),
         Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
+    # A failed re-upload deleted the earlier version's record; plugin storage was slow and the
+    # delete lost its answer (a retry did it), and LangBot did the first one after the next upload
+    # of the id had saved its record: the COMPLETED file was named by nothing after the restart.
+    # Now a storage delete given up on is noted, and an upload of the id waits until it can no
+    # longer land (`KbCore.calls_quiet_at`).
+    "late-record-delete-lands-after-the-next-upload": History(116, 'milvus', [
+        Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'bad', 0)], slow=1.0),
+        Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
+    # A re-upload COMPLETED while the vector DB was slow: an upsert of it lost its answer (a retry
+    # did it) and the process was replaced; LangBot did the first upsert after the next process's
+    # upload of the id had removed the earlier version, whose chunks were answered again. Now a
+    # commit with a call of the file that may still land keeps its journal entry for the next
+    # process, whose upload of the id waits until the previous process's calls can no longer land.
+    "dead-process-upsert-lands-after-the-next-process-upload": History(95, 'milvus', [
+        Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'medium', 0)], vectors=0.5, slow=0.5, restart=True),
+        Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

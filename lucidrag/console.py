@@ -183,7 +183,7 @@ class Console:
         kbs = self.engine.installation(self.installation_id).kbs
         for ref in await self.knowledge_bases():
             live = kbs.get(ref.kb_id)
-            ingesting = live.in_flight | live.being_removed if live is not None else set()
+            ingesting = live.journalled_on_purpose if live is not None else set()
             settings = await load_creation_settings(self.host, ref.kb_id)
             failed = failure_file_ids(keys, ref.kb_id)
             out.append({
@@ -202,8 +202,7 @@ class Console:
         keys = await self._storage_keys()
         state = await self._state(ref.kb_id)
         failures = await list_failures(self.host, ref.kb_id, keys)
-        interrupted = _interrupted(keys, ref.kb_id, state.in_flight | state.being_removed,
-                                   failure_file_ids(keys, ref.kb_id))
+        interrupted = _interrupted(keys, ref.kb_id, state.journalled_on_purpose, failure_file_ids(keys, ref.kb_id))
         known = state.known_files()
         listed = sorted(known)[:MAX_LISTED_FILES]
         records = await state.file_records(self.host, ref.kb_id, listed)
@@ -453,8 +452,9 @@ def _file_row(record: FileRecord, status: str) -> dict[str, Any]:
 
 def _interrupted(keys: list[str], kb_id: str, ingesting: set[str], failed: list[str]) -> list[str]:
     """Files whose ingest stopped while writing (LangBot shows them as interrupted): a journal entry
-    and neither an ingest under way or a deletion (`ingesting`) nor a failure record (`failed`: a
-    failed upload's entry waits for a reconciliation, and LangBot shows that file as failed)."""
+    and neither an ingest under way, a deletion or a commit whose entry waits for the next process
+    (`ingesting`) nor a failure record (`failed`: a failed upload's entry waits for a
+    reconciliation, and LangBot shows that file as failed)."""
     not_interrupted = ingesting | set(failed)
     return [f for f in journal_file_ids(keys, kb_id) if f not in not_interrupted]
 

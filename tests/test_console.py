@@ -30,6 +30,7 @@ from lucidrag.state.storage_keys import (
 from tests import samples
 from tests.cjk_font import NO_CJK_FONT, cjk_font
 from tests.conftest import MODEL, FakePlugin, Harness
+from tests.fakes import ActionCallTimeoutError
 
 ROOT = Path(__file__).resolve().parent.parent
 KB = "kb-console-1"
@@ -557,6 +558,28 @@ async def test_a_deleted_file_whose_record_storage_kept_is_not_shown_as_interrup
     solar = await harness.ingest(KB, "solar.txt", SOLAR)
     host.fail("delete_plugin_storage", when=lambda key, **_: "/file/" in key)
     assert await harness.component.delete_document(KB, solar.document_id)  # its journal entry says so
+    assert (await api(page, "/kb", kb_id=KB))["health"]["interrupted_files"] == []
+    assert (await api(page, "/overview"))["knowledge_bases"][0]["interrupted"] == 0
+
+
+async def test_a_file_completed_with_an_unanswered_write_is_not_shown_as_interrupted(harness: Harness, host, page):
+    """An upload COMPLETED although an upsert of it lost its answer: LangBot may still do it, so the
+    file's journal entry stays for the next process (which adopts the file, and waits for that
+    write before an upload of the id). It is no interrupted upload."""
+    await create_kb(harness, host)
+    real, lost = host.vector_upsert, []
+
+    async def upsert(*args: Any, **kwargs: Any) -> Any:
+        if not lost:
+            lost.append(True)
+            await real(*args, **kwargs)  # LangBot did it; the answer never came
+            raise ActionCallTimeoutError("vector_upsert: the action call timed out")
+        return await real(*args, **kwargs)
+
+    host.vector_upsert = upsert  # type: ignore[method-assign]
+    solar = await harness.ingest(KB, "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED and lost
+    assert journal_key(KB, solar.document_id) in host.storage, "kept for the next process"
     assert (await api(page, "/kb", kb_id=KB))["health"]["interrupted_files"] == []
     assert (await api(page, "/overview"))["knowledge_bases"][0]["interrupted"] == 0
 

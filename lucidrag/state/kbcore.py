@@ -140,6 +140,12 @@ class KbCore:
         return set(self.files.of(FileState.DELETING)) | set(self.files.of(FileState.TOMBSTONED))
 
     @property
+    def journalled_on_purpose(self) -> set[str]:
+        """Files whose journal entry is no interrupted upload: ingests under way, removals and
+        commits whose entry waits for the next process (a call of theirs may still land)."""
+        return self.in_flight | self.being_removed | self.files.kept_for_next_process()
+
+    @property
     def journals(self) -> set[str]:
         """Files whose vectors `reconcile` settles: journalled by a dead process, or failed here."""
         return set(self.files.of(FileState.JOURNALLED)) | set(self.files.of(FileState.ABORTED))

@@ -109,10 +109,11 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             else:
                 self.files.move(file_id, FileState.UNSAVED, record)  # `flush` writes the record
             persisted = await self._persist_index(store)
-            if saved and persisted and not self.calls_may_land(file_id):
+            if saved and persisted and self.calls_may_land(file_id):
+                self.files.entry_kept(file_id)  # a restart adopts it, and its upload of the id waits
+            elif saved and persisted:
                 await self._clear_journal(store, file_id)
-            # else the journal entry stays: a restart adopts the file (and indexes it), and its
-            # upload of the id waits for this process's calls of it that may still land
+            # else the journal entry stays: a restart adopts the file (and indexes it)
         return True
 
     async def _holds_without_record(self, store: KbStore, file_id: str) -> bool:

@@ -102,6 +102,7 @@ class FileTable:
         # call) can no longer land
         self._quiet_at: dict[str, float] = {}
         self._named_by_previous_process: set[str] = set()
+        self._entries_kept: dict[str, None] = {}  # committed files whose entry waits for the next process
 
     # ------------------------------------------------------------------ states and transitions
     def state(self, file_id: str) -> FileState | None:
@@ -325,6 +326,17 @@ class FileTable:
         now = time.monotonic()
         self._quiet_at = {f: at for f, at in self._quiet_at.items() if at > now}
         self._quiet_at[file_id] = max(self._quiet_at.get(file_id, 0.0), until)
+
+    def entry_kept(self, file_id: str) -> None:
+        """The file committed while a call of it may still land: its journal entry stays for the
+        next process (which adopts the file and waits for those calls)."""
+        self._entries_kept[file_id] = None
+
+    def kept_for_next_process(self) -> set[str]:
+        """Committed files whose journal entry stays for the next process (`entry_kept`)."""
+        self._entries_kept = {f: None for f in self._entries_kept
+                              if self.state(f) in (FileState.COMMITTED, FileState.TO_INDEX, FileState.UNSAVED)}
+        return set(self._entries_kept)
 
     def left_to_next_process(self, file_id: str) -> None:
         """The file's entry "0 chunks" is durable: the next process removes what lands."""

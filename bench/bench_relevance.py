@@ -114,10 +114,11 @@ class Recorder:
                 }
             return gather(vector, keyword)
 
-        def answering_judge(evidence, keyword_mode=False, background=None, answer_bar=None):
+        def answering_judge(evidence, keyword_mode=False, background=None, answer_bar=None, anchor=None):
             if self.current is not None:
                 self.current["background"] = background
-            verdict = judge(evidence, keyword_mode, background, answer_bar)
+                self.current["anchor"] = anchor
+            verdict = judge(evidence, keyword_mode, background, answer_bar, anchor)
             return relevance.Verdict(True, verdict.stand_out, verdict.coverage)
         relevance.gather = recording_gather
         relevance.judge = answering_judge
@@ -253,14 +254,17 @@ async def dump_evidence(model: str, kb: str, queries, qrels, foreign, ask, recor
     print(f"  {kb} / {model}: {len(asked)} questions dumped", file=sys.stderr, flush=True)
 
 
-def read_dumps(paths: Sequence[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(model, KB) → its dumped questions; a later file's dump of a (model, KB) replaces an earlier one."""
+def read_dumps(paths: Sequence[str], anchors: bool = True) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(model, KB) → its dumped questions; a later file's dump of a (model, KB) replaces an earlier
+    one. Without `anchors`: as if no KB had one (the cut before them)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in paths:
         mine: dict[tuple[str, str], list[dict[str, Any]]] = {}
         with open(path, encoding="utf-8") as f:
             for line in f:
                 record = json.loads(line)
+                if not anchors:
+                    record.pop("anchor", None)
                 mine.setdefault((record["model"], record["kb"]), []).append(record)
         groups.update(mine)
     return groups
@@ -282,8 +286,8 @@ def replay(groups: dict[tuple[str, str], list[dict[str, Any]]], answer_bar: floa
             keyword = None if e["coverages"] is None else (tuple(e["coverages"][:head]), tuple(e["strengths"][:head]))
             evidence = relevance.Evidence(tuple(e["cosines"][:head]), *(keyword or (None, ())),
                                           tuple(e["vector_ids"][:head]), tuple((e["keyword_ids"] or [])[:head]))
-            background = record.get("background")
-            verdicts = {keyword_mode: relevance.judge(evidence, keyword_mode, background, bar).answers
+            background, anchor = record.get("background"), record.get("anchor")
+            verdicts = {keyword_mode: relevance.judge(evidence, keyword_mode, background, bar, anchor).answers
                         for keyword_mode, bar in ((False, answer_bar), (True, keyword_mode_bar))}
             for mode, _ in DUMPED_MODES:
                 answers = verdicts[mode == "keyword"]
@@ -346,7 +350,8 @@ def replay_report(groups: dict[tuple[str, str], list[dict[str, Any]]], bars: str
         answer_bar, keyword_mode_bar = (float(b) for b in bars.split(","))
     else:
         calibrated = any(r.get("background") is not None for records in groups.values() for r in records)
-        answer_bar, keyword_mode_bar = relevance.bar(False, calibrated), relevance.bar(True, calibrated)
+        anchored = any(r.get("anchor") is not None for records in groups.values() for r in records)
+        answer_bar, keyword_mode_bar = relevance.bar(False, calibrated, anchored), relevance.bar(True, calibrated)
     rows = replay(groups, answer_bar, keyword_mode_bar)
     lines = [f"answer bar {answer_bar:.2f}, keyword mode's {keyword_mode_bar:.2f}: worst own cost "
              f"{max(map(cost, rows), default=0.0):.4f}, foreign questions emptied {100 * foreign_share(rows):.0f} % "
@@ -446,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="instead: engine time with the cut off and on, on this many synthetic chunks")
     parser.add_argument("--replay", default="", help="instead: the table from --dump files (comma-separated; "
                         "a later file's (model, KB) replaces an earlier one's), judged again")
+    parser.add_argument("--without-anchor", action="store_true",
+                        help="with --replay: judge as if no KB had an anchor (the cut before them)")
     parser.add_argument("--bars", default="", help="with --replay: ANSWER_BAR,KEYWORD_MODE_BAR (default: the code's)")
     parser.add_argument("--cap", type=float, default=0.0,
                         help="with --replay: instead of --bars, the highest bars costing no row more than this")
@@ -454,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.run(latency(args.latency, 200))
         return
     if args.replay:
-        print(replay_report(read_dumps(args.replay.split(",")), args.bars, args.cap))
+        print(replay_report(read_dumps(args.replay.split(","), not args.without_anchor), args.bars, args.cap))
         return
     code = code_version()
     apply_patches(args.patch)

@@ -181,16 +181,21 @@ class Engine:
             await state.ensure_loaded(host, request.collection_id, index_now=False)
             await self._upkeep(host, inst, "ingest")
 
-        def committed(vectors: np.ndarray, probe_vectors: np.ndarray | None) -> None:
+        def committed(vectors: np.ndarray, probe_vectors: np.ndarray | None, opening: np.ndarray | None) -> None:
             with inst.bookkeeping.guard("the relevance cut's probe statistics"):
                 if probe_vectors is not None:
                     inst.probe_vectors.setdefault(model, probe_vectors)
+                stats = inst.kb_probe_stats(request.kb_id)
+                openings = stats.live.observe(model, request.document_id, vectors, opening)
                 probes = inst.probe_vectors.get(model)
                 if probes is not None:
-                    inst.kb_probe_stats(request.kb_id).observe(maxima_of(model, vectors, probes))
-        # the probes ride in the file's embedding batches until one upload per model has committed
+                    stats.observe(maxima_of(model, vectors, probes, openings))
+        # the probes ride in the file's embedding batches until one upload per model has committed,
+        # the file's opening question while the KB has room for one (state/openingstats.py)
         probes = () if model in inst.probe_vectors else ALL_PROBES
-        return await ingest_file(host, state, embedder, request, deadlines, ready, probes, committed)
+        known = inst.probe_stats.get(request.kb_id)
+        return await ingest_file(host, state, embedder, request, deadlines, ready, probes,
+                                 known is None or known.live.wants(model), committed)
 
     @_in_hook_scope
     async def retrieve(self, host: HostApi, installation_id: str, kb_id: str, collection_id: str,
@@ -242,7 +247,9 @@ class Engine:
                 with inst.bookkeeping.guard("reading the relevance cut's probe statistics"):
                     background = await inst.kb_probe_stats(kb_id).background(
                         host, creation.embedding_model_uuid, language(query), len(state.index))
-            request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where, background)
+            request = RetrieveRequest(kb_id, collection_id, query, creation, settings, where,
+                                      background.probes if background else None,
+                                      background.anchor if background else None)
             return await retrieve(host, state, embedder, request)
 
     @_in_hook_scope

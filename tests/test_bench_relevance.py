@@ -50,6 +50,9 @@ def test_a_replayed_dump_gives_the_rows_the_benchmark_measures_and_the_highest_b
     monkeypatch.undo()
     groups = read_dumps([str(tmp_path / "dump.jsonl")])
     assert table(replay(groups, relevance.bar(False, True), relevance.bar(True, True))) == table(measured)
+    assert all("anchor" in r for records in groups.values() for r in records)  # (None: too few files for one)
+    without = read_dumps([str(tmp_path / "dump.jsonl")], anchors=False)  # --without-anchor: the cut before it
+    assert not any("anchor" in r for records in without.values() for r in records)
 
     assert all(row.foreign == {"rivers": (0, 4)} for row in replay(groups, -math.inf, -math.inf))  # no bar: nothing cut
     answer_bar, keyword_mode_bar = highest_bars(groups, cap=0.005)

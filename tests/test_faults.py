@@ -66,9 +66,10 @@ async def test_wrong_vector_count_is_reported_in_plain_words(host):
     host.invoke_embedding = broken  # type: ignore[method-assign]
     result = await harness.ingest(KB, "big.txt", long_text(3))
     assert result.status == DocumentStatus.FAILED
-    # 3 chunks + the document's opening; the relevance cut's 24 probes (index/probes.py), which ride
-    # in the same batch (28 texts, 27 vectors back), are not the file's and not counted
-    assert "returned 3 vectors for 4 texts" in result.error_message
+    # 3 chunks + the document's opening + its opening sentence (the relevance cut's, index/probes.py);
+    # the cut's 24 probes, which ride in the same batch (29 texts, 28 vectors back), are not the
+    # file's and not counted
+    assert "returned 4 vectors for 5 texts" in result.error_message
     assert host.vector_count(KB) == 0
 
 

@@ -231,9 +231,9 @@ def test_vector_cache_stores_float32_and_is_bounded_in_bytes():
 async def test_embedded_vectors_are_cached_as_unit_float32(harness: Harness, host):
     await harness.ingest(KB, "tea.txt", TEA)
     cache = host.engine.installation("dedicated").cache
-    assert len(cache) == 1
-    (vector,) = cache._entries.values()
-    assert vector.typecode == "f" and math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-5)
+    assert len(cache) == 2  # its chunk and its opening sentence (the relevance cut's, index/probes.py)
+    for vector in cache._entries.values():
+        assert vector.typecode == "f" and math.isclose(math.sqrt(sum(x * x for x in vector)), 1.0, rel_tol=1e-5)
 
 
 # LangBot 4.11.2 summaries as the plugin receives them, in the host's UI language

@@ -6,6 +6,10 @@ retrieval/relevance.py compares a question's best cosine with their median). The
 small talk, chosen before any benchmark collection was looked at, not tuned on them (every other
 one of the 24 measured in docs/BENCHMARKS.md: the median of 12 per language is as good, and all 24
 ride in an upload's embedding batch); the English and the Chinese set ask the same things.
+
+The other side of the scale is the KB's own: a file's opening sentence (`opening_question`) stands
+for a question that file answers, and its best cosine over other files' chunks shows how close a
+question about this KB's subject comes to a passage it does not ask about (state/openingstats.py).
 """
 
 from __future__ import annotations
@@ -57,3 +61,16 @@ def language(question: str) -> Language:
     characters as Latin words (a Han character is about a word), else English."""
     han = len(_HAN.findall(question))
     return "zh" if han and han >= len(_LATIN_WORD.findall(question)) else "en"
+
+
+# a Latin sentence mark ends a sentence before a space; a Chinese one ends it where it stands
+_SENTENCE = re.compile(r"(.{20,200}?(?:[.!?](?=\s|$)|[。！？]))")
+OPENING_MAX_CHARS = 200
+
+
+def opening_question(body: str) -> str:
+    """What stands for a question one file answers (state/openingstats.py): the first sentence of
+    its text (20 to OPENING_MAX_CHARS characters), else its first OPENING_MAX_CHARS characters."""
+    text = " ".join(body.split())
+    match = _SENTENCE.match(text)
+    return match.group(1) if match else text[:OPENING_MAX_CHARS]

@@ -31,6 +31,7 @@ from lucidrag.base.errors import (
 from lucidrag.base.host import HostApi, describe, is_kb_gone
 from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
+from lucidrag.index.probes import opening_question
 from lucidrag.ingestion.chunking import ChunkedDocument, with_title_line
 from lucidrag.ingestion.document import Document, document_name, document_title
 from lucidrag.ingestion.isolation import chunk_upload, parse_upload
@@ -94,17 +95,19 @@ def upsert_order(chunks: int) -> list[int]:
 
 async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedder, request: IngestRequest,
                       deadlines: IngestDeadlines, ready: Callable[[], Awaitable[None]],
-                      probes: Sequence[str] = (),
-                      committed: Callable[[np.ndarray, np.ndarray | None], None] | None = None) -> IngestOutcome:
+                      probes: Sequence[str] = (), opening: bool = False,
+                      committed: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], None] | None = None
+                      ) -> IngestOutcome:
     """Ingest one file; the one place that decides its outcome. Returns only once the file is
     committed (durable: a restart knows it); otherwise raises a `LucidRagError` after removing
     what it wrote (or leaving that to reconciliation, with the file no answer meanwhile). The work
     -- `ready` (the KB's state loaded), parsing, embedding, writing vectors -- stops at
     `deadlines.work`; the commit is never cut off half way: its host calls and its wait for the
-    KB's lock end at `deadlines.commit`, and a rollback's at `deadlines.rollback`. `probes` are
-    embedded in the chunks' batches (no call of their own); once the file is committed,
-    `committed` is given the chunks' vectors and theirs (None: none asked) -- bookkeeping, no
-    host call: it must not raise, and the commit stays the ingest's last host call."""
+    KB's lock end at `deadlines.commit`, and a rollback's at `deadlines.rollback`. `probes` and, with
+    `opening`, the file's opening question (index/probes.opening_question) are embedded in the
+    chunks' batches (no call of their own); once the file is committed, `committed` is given the
+    chunks' vectors and theirs (None: not asked) -- bookkeeping, no host call: it must not raise,
+    and the commit stays the ingest's last host call."""
     store = KbStore(host, request.kb_id)
     begun = False
     dim: int | None = None
@@ -114,7 +117,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             async with asyncio.timeout(deadlines.work - time.monotonic()):  # kills a parse worker too
                 # the file's own steps, before it touches the KB; the KB's deletion stops them
                 with upload_work(), state.writes.stopped_when_closed():
-                    record, vectors, opening, probe_vectors = await _prepare(host, embedder, request, probes)
+                    record, vectors, document_vector, asked = await _prepare(host, embedder, request, probes, opening)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors. Not in a collection that may not exist (a
@@ -135,7 +138,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             await _after_late_calls(state, request, deadlines)
             if replaces:  # after the journal entry: a restart removes the earlier record if this is cut short
                 await _delete_previous_version(host, state, request)
-            mark = await _write_vectors(host, state, store, request, record, vectors, opening)
+            mark = await _write_vectors(host, state, store, request, record, vectors, document_vector)
     except BaseException as error:
         timed_out = time.monotonic() >= deadlines.work
         if begun:
@@ -155,7 +158,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
     logger.info("kb=%s doc=%s: ingested %d chunks (%s, %d embedding calls so far)", request.kb_id,
                 request.document_id, len(record.chunks), record.format, embedder.calls)
     if committed is not None:
-        committed(vectors, probe_vectors)
+        committed(vectors, asked[: len(probes)] if probes else None, asked[len(probes)] if opening else None)
     return IngestOutcome(len(record.chunks), record.format)
 
 
@@ -166,10 +169,10 @@ class DocumentVector:
     vector: np.ndarray
 
 
-async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest, probes: Sequence[str]
-                   ) -> tuple[FileRecord, np.ndarray, DocumentVector | None, np.ndarray | None]:
-    """The file's record, its chunks' vectors, its document vector and the `probes`' vectors
-    (None: no probes) (nothing is written yet)."""
+async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest, probes: Sequence[str],
+                   opening: bool) -> tuple[FileRecord, np.ndarray, DocumentVector | None, np.ndarray]:
+    """The file's record, its chunks' vectors, its document vector and the vectors of the `probes`
+    and (with `opening`) of its opening question, in that order (nothing is written yet)."""
     document = request.parsed or await _read_and_parse(host, request)
     document = await describe_pictures(host, document, request.settings.vision_model_uuid)
     chunked = await chunk_upload(document, request.settings, request.kb_id)
@@ -185,11 +188,15 @@ async def _prepare(host: HostApi, embedder: Embedder, request: IngestRequest, pr
                                 {k: v for k, v in document.metadata.items() if k.startswith(("ocr_", "vision_"))},
                                 upload_key(request.filename))
     texts = [c.text for c in record.chunks]
-    opening = document_opening(document, document_title(titled)) if len(texts) > 1 else None
-    own = texts + ([opening] if opening else [])
-    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, own, probes)
-    return (record, vectors[: len(texts)], (DocumentVector(opening, vectors[len(texts)]) if opening else None),
-            vectors[len(own) :] if probes else None)
+    document_text = document_opening(document, document_title(titled)) if len(texts) > 1 else None
+    own = texts + ([document_text] if document_text else [])
+    # the text under the title: a title alone names a file, it does not ask what it answers
+    body = next((s.text for s in titled.sections if s.text.strip()), "") or texts[0]
+    asked = [opening_question(body)] if opening else []  # cached like the chunks: a re-upload embeds nothing
+    vectors = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, own + asked, probes)
+    return (record, vectors[: len(texts)],
+            (DocumentVector(document_text, vectors[len(texts)]) if document_text else None),
+            np.concatenate([vectors[len(own) + len(asked) :], vectors[len(own) : len(own) + len(asked)]]))
 
 
 def document_opening(document: Document, title: str) -> str:

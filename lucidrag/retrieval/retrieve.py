@@ -98,6 +98,7 @@ class RetrieveRequest:
     settings: RetrievalSettings
     where: dict[str, Any] | None
     background: float | None = None  # the KB's probe background for this question (relevance.py), if known
+    anchor: float | None = None  # and the anchor of its own passages (relevance.py), if known
 
 
 @dataclass
@@ -235,7 +236,8 @@ async def _answers(host: HostApi, selector: Selector, state: KnowledgeBaseState,
     best = max(vector, key=lambda c: c.score, default=None)
     if best is not None and found.file_of.get(best.chunk_id) not in state.index:
         keyword = None  # the best passage's file is not indexed (e.g. adopted from its vectors): no word evidence
-    verdict = relevance.judge(relevance.gather(vector, keyword), keyword_mode, request.background)
+    verdict = relevance.judge(relevance.gather(vector, keyword), keyword_mode, request.background,
+                              anchor=request.anchor)
     if not verdict.answers:
         logger.debug("kb=%s: no passage answers the question (stands out %s, coverage %s)", request.kb_id,
                      verdict.stand_out, verdict.coverage)

@@ -6,7 +6,9 @@ chunks' vectors are in hand then, so it costs no vector search and no host call 
 probes ride in the embedding batches of a process's uploads until one per model has committed
 (engine.py), then a small matrix product per file. The relevance cut
 (retrieval/relevance.py) compares a question's best cosine with the median of these maxima over
-the probes of the question's language.
+the probes of the question's language. The same value keeps the KB's openings
+(state/openingstats.py: its first files' opening sentences compared with later files' chunks,
+the anchor), so reading both is one storage read.
 
 Bookkeeping, like the query log (base/bookkeeping.py): a storage failure raises
 ProbeStatsStorageFailed, which the engine counts and logs; an ingest or a question never fails for
@@ -34,6 +36,7 @@ import numpy as np
 
 from lucidrag.base.host import HostApi
 from lucidrag.index.probes import LANGUAGES, PROBES, Language
+from lucidrag.state.openingstats import LiveOpenings, Openings
 from lucidrag.state.storage_keys import probe_stats_key
 from lucidrag.state.store import StorageReadFailed, put_value, read_value
 
@@ -55,17 +58,20 @@ class ProbeMaxima:
     model: str  # the embedding model the maxima were measured with
     chunks: int  # chunks they were taken over
     maxima: dict[Language, tuple[float, ...]]  # per language, per probe (PROBES' order)
+    openings: Openings = field(default_factory=Openings)  # the KB's own side (state/openingstats.py)
 
     def merged(self, other: ProbeMaxima) -> ProbeMaxima:
-        """Both sets' maxima; a different model's maxima replace these."""
+        """Both sets' maxima and openings; a different model's replace these."""
         if other.model != self.model:
             return other
         return ProbeMaxima(self.model, self.chunks + other.chunks,
-                           {lang: tuple(map(max, self.maxima[lang], other.maxima[lang])) for lang in LANGUAGES})
+                           {lang: tuple(map(max, self.maxima[lang], other.maxima[lang])) for lang in LANGUAGES},
+                           self.openings.merged(other.openings))
 
     def encode(self) -> bytes:
         return json.dumps({"v": _FORMAT, "model": self.model, "chunks": self.chunks,
-                           "max": {lang: [round(x, 6) for x in self.maxima[lang]] for lang in LANGUAGES}}).encode()
+                           "max": {lang: [round(x, 6) for x in self.maxima[lang]] for lang in LANGUAGES},
+                           "openings": self.openings.to_json()}).encode()
 
     @classmethod
     def decode(cls, blob: bytes) -> ProbeMaxima:
@@ -75,21 +81,32 @@ class ProbeMaxima:
             maxima = {lang: tuple(float(x) for x in data["max"][lang]) for lang in LANGUAGES}
             if data["v"] != _FORMAT or any(len(maxima[lang]) != len(PROBES[lang]) for lang in LANGUAGES):
                 raise ValueError("another format")
-            return cls(str(data["model"]), int(data["chunks"]), maxima)
+            openings = Openings.from_json(data.get("openings", {}))  # none in a value saved before them
+            return cls(str(data["model"]), int(data["chunks"]), maxima, openings)
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"not probe statistics ({error})") from None
 
 
-def maxima_of(model: str, chunk_vectors: np.ndarray, probe_vectors: np.ndarray) -> ProbeMaxima:
+def maxima_of(model: str, chunk_vectors: np.ndarray, probe_vectors: np.ndarray,
+              openings: Openings | None = None) -> ProbeMaxima:
     """Each probe's best cosine (clipped to 0..1, as retrieval's scores) over unit `chunk_vectors`;
-    `probe_vectors`: the unit vectors of every language's PROBES, in LANGUAGES' order."""
+    `probe_vectors`: the unit vectors of every language's PROBES, in LANGUAGES' order; with the
+    `openings` the same chunks were compared with (LiveOpenings.observe)."""
     best = np.clip((probe_vectors @ chunk_vectors.T).max(axis=1), 0.0, 1.0).tolist()
     maxima: dict[Language, tuple[float, ...]] = {}
     start = 0
     for lang in LANGUAGES:
         maxima[lang] = tuple(best[start : start + len(PROBES[lang])])
         start += len(PROBES[lang])
-    return ProbeMaxima(model, int(chunk_vectors.shape[0]), maxima)
+    return ProbeMaxima(model, int(chunk_vectors.shape[0]), maxima, openings or Openings())
+
+
+@dataclass(frozen=True)
+class Background:
+    """What a question's best cosine is weighed against (retrieval/relevance.py)."""
+
+    probes: float  # the median of the probe maxima of the question's language
+    anchor: float | None  # the median of the openings' (Openings.anchor), if known and above `probes`
 
 
 @dataclass
@@ -101,6 +118,7 @@ class ProbeStats:
     read: bool = False  # the stored value was read (or is known to be missing)
     closed: bool = False  # the KB was deleted: nothing is written any more
     dirty: bool = False  # maxima observed that storage does not hold yet
+    live: LiveOpenings = field(default_factory=LiveOpenings)  # this process's openings' vectors
     _retry_at: float = 0.0  # monotonic time before which a question does not read it again
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -122,10 +140,11 @@ class ProbeStats:
                 self.dirty = True
                 raise ProbeStatsStorageFailed(f"plugin storage refused to save kb={self.kb_id}'s probe statistics")
 
-    async def background(self, host: HostApi, model: str, language: Language, kb_chunks: int) -> float | None:
-        """The median of `language`'s probe maxima, if they were measured with `model` over at
-        least COVERAGE × `kb_chunks` (the KB's chunks now) and MIN_CHUNKS chunks; else None. Reads
-        the stored value the first time (ProbeStatsStorageFailed: tried again after READ_RETRY_S)."""
+    async def background(self, host: HostApi, model: str, language: Language, kb_chunks: int) -> Background | None:
+        """The median of `language`'s probe maxima (and the openings' anchor), if they were
+        measured with `model` over at least COVERAGE × `kb_chunks` (the KB's chunks now) and
+        MIN_CHUNKS chunks; else None. Reads the stored value the first time
+        (ProbeStatsStorageFailed: tried again after READ_RETRY_S)."""
         if not self.read and time.monotonic() >= self._retry_at:
             async with self._lock:
                 try:
@@ -136,7 +155,9 @@ class ProbeStats:
         stats = self.seen
         if not self.read or stats is None or stats.model != model or stats.chunks < max(MIN_CHUNKS, COVERAGE * kb_chunks):
             return None
-        return statistics.median(stats.maxima[language])
+        probes = statistics.median(stats.maxima[language])
+        anchor = stats.openings.anchor()
+        return Background(probes, anchor if anchor is not None and anchor > probes else None)
 
     async def close(self, drain_s: float) -> bool:
         """Write nothing from now on; False if a write under way did not end within `drain_s`."""

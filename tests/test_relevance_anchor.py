@@ -80,13 +80,16 @@ async def test_the_openings_ride_in_the_upload_batches_and_are_kept_with_the_pro
     assert host.calls["invoke_embedding"] == len(files)  # one batch per file, as without openings
     openings = {name: opening_question(text.split("\n\n", 1)[1]) for name, text in NOTES.items()}
     assert all(embedded.count(sentence) == 1 for sentence in openings.values())
+    inst = host.engine.installation("dedicated")
+    seen = inst.probe_stats[KB].seen.openings.best
+    assert set(seen) == set(files)  # fewer files than MAX_OPENINGS: every one's
+    assert seen["note-0.txt"][1] == len(inst.kb(KB).index) - 1  # compared with every later chunk
+    assert seen["faq.md"] == (0.0, 0)  # the last file's opening: nothing came after it
     await harness.create("kb-next")
-    stats = ProbeMaxima.decode(host.storage[STATS_KEY])
-    assert set(stats.openings.best) == set(files)  # fewer files than MAX_OPENINGS: every one's
-    first, last = stats.openings.best["note-0.txt"], stats.openings.best["faq.md"]
-    assert first[1] == len(host.engine.installation("dedicated").kb(KB).index) - 1  # every later chunk
-    assert last == (0.0, 0)  # the last file's opening: nothing came after it
-    assert stats.openings.anchor() is not None
+    stored = ProbeMaxima.decode(host.storage[STATS_KEY]).openings
+    counted = sorted(cosine for cosine, chunks in seen.values() if chunks >= MIN_COMPARED)
+    assert sorted(cosine for cosine, _ in stored.kept) == pytest.approx(counted, abs=1e-4)  # only those that count
+    assert stored.anchor() == pytest.approx(inst.probe_stats[KB].seen.openings.anchor(), abs=1e-4)
 
     read_before = host.reads[STATS_KEY]
     harness = await restarted(host)  # its first question reads the statistics, anchor included
@@ -125,7 +128,10 @@ def test_the_anchor_needs_enough_openings_compared_with_enough_chunks():
     many = Openings({f"g{i}": (0.9, 1000 + i) for i in range(MAX_OPENINGS)}).merged(enough)
     assert set(many.best) == {f"g{i}" for i in range(MAX_OPENINGS)}  # the most compared are kept
     assert Openings({"f": (0.4, 10)}).merged(Openings({"f": (0.6, 15)})).best == {"f": (0.6, 25)}
-    assert Openings.from_json(json.loads(json.dumps(enough.to_json()))) == enough
+    stored = Openings.from_json(json.loads(json.dumps(Openings({**enough.best, "new": (0.9, 3)}).to_json())))
+    assert stored.anchor() == enough.anchor() and len(stored.kept) == MIN_OPENINGS  # "new" would never count
+    mixed = stored.merged(Openings({f"h{i}": (0.1, MIN_COMPARED + 1) for i in range(MAX_OPENINGS - 2)}))
+    assert len(mixed.best) == MAX_OPENINGS - 2 and len(mixed.kept) == 2  # compared with more chunks first
 
 
 def test_an_opening_question_is_a_files_first_sentence():

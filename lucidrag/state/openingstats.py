@@ -8,10 +8,11 @@ it). Kept like the probe maxima (state/probestats.py: one stored value, no host 
 the openings of a process's first MAX_OPENINGS uploads of a KB ride in their files' embedding
 batches, and each later upload's chunks are compared with their vectors, held in memory for the
 process. An opening is thus compared with the files committed after it in its process only: the
-files before it are missed (on the measured collections the median moved by at most 0.007
-cosine, docs/BENCHMARKS.md), and after a restart it is compared with nothing more; both can only
-leave its best cosine low, which weighs a question as closer to the KB than it is (the cut
-answers more). A deleted file's opening stays.
+files before it are missed (on the measured collections the median lies 0-0.009 cosine below the
+one over every other file, 0.026 on one, docs/BENCHMARKS.md), and after a restart it is compared
+with nothing more (so only the openings that count are stored); both can only leave its best
+cosine low, which weighs a question as closer to the KB than it is (the cut answers more). A
+deleted file's opening stays.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ MIN_COMPARED = 20
 
 @dataclass(frozen=True)
 class Openings:
-    """Per file id: its opening's best cosine over other files' chunks and how many it was compared with."""
+    """Openings' best cosines over other files' chunks and how many chunks each was compared with:
+    this process's by file id (a later upload compares them again), those read from storage
+    without one (no process compares them again; stored only once they count, as MIN_COMPARED)."""
 
     best: dict[str, tuple[float, int]] = field(default_factory=dict)
+    kept: tuple[tuple[float, int], ...] = ()
 
     def merged(self, other: Openings) -> Openings:
         """Both sets (an opening in both: its better cosine, the chunks of both), at most the
@@ -39,26 +43,35 @@ class Openings:
         for file_id, (cosine, compared) in other.best.items():
             mine = best.get(file_id)
             best[file_id] = (cosine, compared) if mine is None else (max(mine[0], cosine), mine[1] + compared)
-        if len(best) > MAX_OPENINGS:
-            kept = sorted(best, key=lambda file_id: (-best[file_id][1], file_id))[:MAX_OPENINGS]
-            best = {file_id: best[file_id] for file_id in kept}
-        return Openings(best)
+        kept = self.kept + other.kept
+        if len(best) + len(kept) > MAX_OPENINGS:
+            entries = sorted([(-c, 0, f"{i:09d}", ("", (b, c))) for i, (b, c) in enumerate(kept)]
+                             + [(-c, 1, f, (f, (b, c))) for f, (b, c) in best.items()])[:MAX_OPENINGS]
+            best = {f: value for *_, (f, value) in entries if f}
+            kept = tuple(value for *_, (f, value) in entries if not f)
+        return Openings(best, kept)
+
+    def compared(self) -> list[tuple[float, int]]:
+        return [*self.best.values(), *self.kept]
 
     def anchor(self) -> float | None:
         """The median best cosine of the openings compared with at least MIN_COMPARED chunks, if
         there are MIN_OPENINGS of them."""
-        compared = [cosine for cosine, chunks in self.best.values() if chunks >= MIN_COMPARED]
-        return statistics.median(compared) if len(compared) >= MIN_OPENINGS else None
+        counted = [cosine for cosine, chunks in self.compared() if chunks >= MIN_COMPARED]
+        return statistics.median(counted) if len(counted) >= MIN_OPENINGS else None
 
-    def to_json(self) -> dict[str, list[float]]:
-        return {file_id: [round(cosine, 6), compared] for file_id, (cosine, compared) in self.best.items()}
+    def to_json(self) -> list[float]:
+        """The best cosines of those compared with MIN_COMPARED chunks or more: no process
+        compares a stored opening again, so the others would never count (rewritten by every
+        upload's upkeep, so kept short)."""
+        return [round(cosine, 4) for cosine, chunks in self.compared() if chunks >= MIN_COMPARED]
 
     @classmethod
     def from_json(cls, data: object) -> Openings:
         """`ValueError` if `data` is not `to_json`'s."""
-        if not isinstance(data, dict):
-            raise ValueError("openings are not a mapping")
-        return cls({str(file_id): (float(cosine), int(compared)) for file_id, (cosine, compared) in data.items()})
+        if not isinstance(data, list):
+            raise ValueError("openings are not a list")
+        return cls(kept=tuple((float(cosine), MIN_COMPARED) for cosine in data))
 
 
 @dataclass

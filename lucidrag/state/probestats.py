@@ -70,8 +70,8 @@ class ProbeMaxima:
 
     def encode(self) -> bytes:
         return json.dumps({"v": _FORMAT, "model": self.model, "chunks": self.chunks,
-                           "max": {lang: [round(x, 6) for x in self.maxima[lang]] for lang in LANGUAGES},
-                           "openings": self.openings.to_json()}).encode()
+                           "max": {lang: [round(x, 4) for x in self.maxima[lang]] for lang in LANGUAGES},
+                           "openings": self.openings.to_json()}, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, blob: bytes) -> ProbeMaxima:
@@ -81,7 +81,7 @@ class ProbeMaxima:
             maxima = {lang: tuple(float(x) for x in data["max"][lang]) for lang in LANGUAGES}
             if data["v"] != _FORMAT or any(len(maxima[lang]) != len(PROBES[lang]) for lang in LANGUAGES):
                 raise ValueError("another format")
-            openings = Openings.from_json(data.get("openings", {}))  # none in a value saved before them
+            openings = Openings.from_json(data.get("openings", []))  # none in a value saved before them
             return cls(str(data["model"]), int(data["chunks"]), maxima, openings)
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"not probe statistics ({error})") from None

@@ -6,9 +6,10 @@ write its vectors, and such a record save its record, long after the plugin remo
 `send` notes, per file, that one of its writes went unanswered (and the vectors' dimension, if
 known): a KB's file table keeps that (`FileTable.unanswered`), so that removing the file leaves
 its journal entry "0 chunks" for the next process (TOMBSTONED), whose `reconcile` removes
-whatever landed meanwhile.
+whatever landed meanwhile, and an upload of the same id waits until it can no longer land.
 `send_delete` notes a delete of a file's vectors whose answer was lost: an upload of the same id
-waits before its first vector until that delete can no longer land (`FileTable.vector_calls_quiet_at`).
+waits before it removes the earlier version until that delete can no longer land
+(`FileTable.calls_quiet_at`).
 `UnansweredStorageWrites` does the same for plugin-storage keys, so that a KB's deletion lists its
 keys once more after such a write has had time to land, and an upload of a file waits until a
 write or delete of its record given up on can no longer land.

@@ -808,6 +808,14 @@ REGRESSIONS.update({
     "dead-process-upsert-lands-after-the-next-process-upload": History(95, 'milvus', [
         Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'medium', 0)], vectors=0.5, slow=0.5, restart=True),
         Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
+    # Seed 6787, shrunk (fails on 085c90f too): on a host whose storage writes all fail, a file
+    # COMPLETED (named by storage's emptiness) and the plugin restarted; the same id uploaded
+    # before the vector DB was looked through for the KB's files was taken for new, its earlier
+    # version's chunks stayed beside the new upload's chunk 0, and were answered. Now while files
+    # are still to be found there any id may have vectors (`KbLoad.is_stored`).
+    "reupload-before-discovery-keeps-the-earlier-version-6787": History(6787, 'milvus', [
+        Step([('ingest', 2, 'medium', 0)], restart=True), Step([('ingest', 2, 'small', 0)])],
+        writes_fail=True, jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {}

@@ -199,13 +199,9 @@ class KbCore:
         if (self.has_committed(file_id) or self.files.record_stored(file_id)
                 or self.files.state(file_id) is FileState.JOURNALLED):
             return True  # (a dead process's upload of it, which `reconcile` would adopt if complete)
-        return self._files_unseen() or (not self.never_had_vectors and (
-            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed))
-
-    def _files_unseen(self) -> bool:
-        """Storage names none of the KB's files, and the vector DB may hold some not found yet."""
-        return (not self.never_had_vectors and self._emptiness_may_name_files()
-                and (self.repair.finding_files or not self.loaded))
+        return not self.never_had_vectors and (
+            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
+            or (self._emptiness_may_name_files() and (self.repair.finding_files or not self.loaded)))
 
     def calls_quiet_at(self, file_id: str) -> float:
         """When no call of the file whose answer was lost (a write, a delete of its vectors or of

@@ -40,10 +40,8 @@ class KbLoad(FileReads):
 
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
-        once per process for this KB, so bulk uploads cost one listing, not one per file. While
-        storage names none of the KB's files and they are still to be found in the vector DB, any
-        may be there (seed 6787: a re-upload after a restart left the earlier version's chunks)."""
-        if self.files.may_have_vectors(file_id) or self._files_unseen():
+        once per process for this KB, so bulk uploads cost one listing, not one per file."""
+        if self.files.may_have_vectors(file_id):
             return True
         if not self.files.records_listed:
             snapshot = await list_keys(store.host)
@@ -53,7 +51,7 @@ class KbLoad(FileReads):
                 # every upload a new id, so a skipped delete costs nothing in practice.
                 return self.meta.mark is Mark.SOME and not self.fresh
             self.seed(snapshot)
-        return self.files.record_stored(file_id) or self.files.may_have_vectors(file_id) or self._files_unseen()
+        return self.files.record_stored(file_id) or self.files.may_have_vectors(file_id)
 
     def seed(self, snapshot: KeySnapshot) -> None:
         """Learn which files have records and journal entries from a storage listing, unless this

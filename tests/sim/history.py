@@ -323,6 +323,7 @@ class Runner:
         self.faults.writes_fail = history.writes_fail
         self.book = Book()
         self.landings: set[asyncio.Task[Any]] = set()
+        self.vector_writes_due: Counter[str] = Counter()  # upserts LangBot has yet to do, per collection
         self.creating: dict[int, asyncio.Event] = {}  # KBs whose creation hook runs now
         self.deleting: set[int] = set()  # documents whose delete hook runs now
         self.vectors_may_stay: set[int] = set()  # KBs deleted while the vector DB was faulty
@@ -334,7 +335,7 @@ class Runner:
         self.faults.writes_refused = False  # an outage ends with the process it was injected into
         process = PluginProcess(self.host, self.faults, self.rng,
                                 lambda: [kb_name(k) for k in self.book.live_kbs()], self.landings,
-                                self.history.jitter_s)
+                                self.vector_writes_due, self.history.jitter_s)
         self.component = LucidRag()
         self.component.plugin = process  # type: ignore[assignment]
         return process
@@ -482,9 +483,11 @@ class Runner:
 
     async def _delete_kb(self, k: int) -> None:
         self.kbs_being_deleted.add(k)  # an upload of the KB may fail from here on ("deleted")
-        if self.faults.vectors or self.faults.lost or self.faults.slow or self.killing:
+        if (self.faults.vectors or self.faults.lost or self.faults.slow or self.killing
+                or self.vector_writes_due[kb_name(k)]):
             # the hook is the only time the plugin can reach the KB's vectors; a vector DB that
-            # fails or hangs then, or a kill -9, may leave some for good
+            # fails or hangs then (also a write sent before the hook and not done yet: seed 4548's
+            # slow upsert landed after the hook's listing), or a kill -9, may leave some for good
             self.vectors_may_stay.add(k)
         try:
             await self._invoke("on_knowledge_base_delete", HOOK_TIMEOUT_S["kb_delete"],

@@ -828,6 +828,18 @@ REGRESSIONS.update({
         Step([('create_kb', 1)]), Step([('ingest', 1, 'small', 1), ('ingest', 2, 'small', 1)], restart=True),
         Step([('ingest', 5, 'large', 1)], storage=0.5, lost=0.5, outage=('delete', 'get_keys'), landed=0.3)],
         creation_outage=True, jitter_s=0.008),
+    # Seed 4548, shrunk (the world's fault, not the plugin's): an upload's upsert sent slow in the
+    # step before its KB's deletion (83 s, past the SDK's 60 s) was done by LangBot after the
+    # deletion hook's listing. The world exempted only KBs deleted during a vector fault of the
+    # deletion's own step; a vector write still due at the hook is one too (`vector_writes_due`).
+    "slow-upsert-sent-before-a-kb-deletion-lands-after-its-listing-4548": History(4548, 'chroma', [
+        Step([('create_kb', 0)], storage=0.3, landed=0.3),
+        Step([('create_kb', 1), ('ingest', 0, 'medium', 0), ('ingest', 1, 'small', 1)], lost=0.2),
+        Step([('delete', 0)]),
+        Step([('ingest', 2, 'small', 1), ('ingest', 3, 'small', 0)], storage=0.3, slow=0.5, landed=0.3),
+        Step([('ingest', 3, 'bad', 0)]),
+        Step([('delete_kb', 0), ('ingest', 4, 'large', 1)], vectors=0.5, slow=0.2),
+        Step([('delete_kb', 1)], storage=1.0, landed=0.3)], jitter_s=0.008),
 })
 
 OPEN_DEFECTS: dict[str, str] = {

@@ -49,6 +49,7 @@ import sys
 import threading
 import time
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -309,8 +310,9 @@ class PluginProcess:
     Engine, and a kill switch."""
 
     def __init__(self, host: FakeHost, faults: Faults, rng: random.Random, live_kbs: Callable[[], list[str]],
-                 landings: set[asyncio.Task[Any]], jitter_s: float = 0.0) -> None:
+                 landings: set[asyncio.Task[Any]], vector_writes_due: Counter[str], jitter_s: float = 0.0) -> None:
         self.host = host
+        self.vector_writes_due = vector_writes_due  # per collection: upserts sent, not yet done by LangBot
         self.jitter_s = jitter_s  # each host call first waits up to this long (virtual time)
         self.faults = faults
         self.rng = rng
@@ -330,10 +332,17 @@ class PluginProcess:
         read answers what storage held some time before the answer arrives."""
         call: Callable[..., Any] = getattr(self.host, method)
         effect_at = self.rng.uniform(0.0, delay)
+        upsert_to = kwargs.get("collection_id") if method == "vector_upsert" else None
+        if upsert_to is not None:
+            self.vector_writes_due[upsert_to] += 1
 
         async def land() -> Any:
             await asyncio.sleep(effect_at)
-            result = await call(*args, **kwargs)
+            try:
+                result = await call(*args, **kwargs)
+            finally:
+                if upsert_to is not None:
+                    self.vector_writes_due[upsert_to] -= 1
             await asyncio.sleep(delay - effect_at)
             return result
 

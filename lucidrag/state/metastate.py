@@ -147,6 +147,11 @@ class MetaState:
         """A listing shows records of the KB: it has had vectors (a commit writes its record after
         them), whatever the stored mark says (a late write of "no vector yet", given up on at the
         KB's creation, may land after the first upsert's): SOME, and the meta is to be written."""
+        self.vectors_found()
+
+    def vectors_found(self) -> None:
+        """The KB has had vectors (records, or other files' vectors, were found), whatever the
+        stored mark says: SOME, and the meta is to be written."""
         if self.mark is not Mark.SOME:
             self._set_mark(Mark.SOME)
             self.dirty = True

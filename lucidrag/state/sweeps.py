@@ -74,9 +74,13 @@ class ProbeSweeps(KbCore):
             return True
         for _ in range(NOTE_CHECK_ATTEMPTS):
             try:
-                return await with_retries(lambda: holds_other_files(host, collection_id, [file_id, PROBE_FILE_ID]))
+                held = await with_retries(lambda: holds_other_files(host, collection_id, [file_id, PROBE_FILE_ID]))
             except Exception:  # noqa: BLE001 - asked again
                 continue
+            if held:  # the stored meta may still say "never had a vector": no restart would look
+                self.meta.vectors_found()
+            return held
+        self.meta.vectors_found()  # (the note that follows is a vector of the KB's itself)
         return True
 
     async def keep_notes_found(self, host: HostApi, collection_id: str, dim: int) -> bool:

@@ -828,6 +828,15 @@ REGRESSIONS.update({
         Step([('create_kb', 1)]), Step([('ingest', 1, 'small', 1), ('ingest', 2, 'small', 1)], restart=True),
         Step([('ingest', 5, 'large', 1)], storage=0.5, lost=0.5, outage=('delete', 'get_keys'), landed=0.3)],
         creation_outage=True, jitter_s=0.008),
+    # Seed 4498, shrunk: a KB where no file ever completed (its stored meta says "never had a
+    # vector"); an upload while storage refused every call failed and sent sweep notes, as the
+    # collection held another file's vectors. No later process opened the collection (the stored
+    # meta said "never had a vector"), so the notes stayed. Now the KB's mark becomes "had vectors"
+    # (the meta to be written) whenever such a note is sent, and the settle's hooks write it.
+    "sweep-notes-on-a-kb-whose-meta-says-never-had-a-vector-4498": History(4498, 'milvus', [
+        Step([('ingest', 0, 'bad', 0), ('ingest', 1, 'small', 0)], kill_after=11), Step([('repair', 'view', 0)]),
+        Step([('ingest', 2, 'bad', 0)], restart=True),
+        Step([('ingest', 3, 'small', 0)], storage=1.0, vectors=0.5, landed=0.3)], jitter_s=0.008),
     # Seed 4548, shrunk (the world's fault, not the plugin's): an upload's upsert sent slow in the
     # step before its KB's deletion (83 s, past the SDK's 60 s) was done by LangBot after the
     # deletion hook's listing. The world exempted only KBs deleted during a vector fault of the

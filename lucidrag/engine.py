@@ -41,7 +41,7 @@ from lucidrag.state.latewrites import (
     PREVIOUS_PROCESS_LANDING_S,
     UnansweredStorageWrites,
     noting_unanswered_writes,
-    send_delete,
+    delete_file_vectors,
     storage_writes_may_land,
 )
 from lucidrag.state.journals import remove_first_write
@@ -51,7 +51,7 @@ from lucidrag.state.probestats import ProbeStats, maxima_of
 from lucidrag.state.querylog import NAME_CHARS, QUESTION_CHARS, TOP_FILES, QueryEntry, QueryLog, question_digest
 from lucidrag.state.storage_keys import kb_ids, probe_stats_key
 from lucidrag.state.store import KbMeta, KbStore, KeySnapshot, list_keys
-from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache, with_retries
+from lucidrag.vectors.embedding import BatchSize, Embedder, VectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -305,8 +305,7 @@ class Engine:
                     if first_write is not None:
                         await first_write()
                     else:
-                        await with_retries(lambda: send_delete(
-                            state.files, [document_id], lambda: host.vector_delete(kb_id, file_ids=[document_id])))
+                        await delete_file_vectors(host, state.files, kb_id, [document_id])
                 except Exception as error:  # noqa: BLE001
                     raise VectorStoreFailure(
                         f"The vector database did not delete the file: {describe(error)}") from error

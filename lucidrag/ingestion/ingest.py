@@ -38,7 +38,7 @@ from lucidrag.ingestion.isolation import chunk_upload, parse_upload
 from lucidrag.ingestion.vision import describe_pictures
 from lucidrag.state.failures import upload_key
 from lucidrag.state.kbstate import KnowledgeBaseState
-from lucidrag.state.latewrites import LostAnswers, answer_lost, send, send_delete
+from lucidrag.state.latewrites import LostAnswers, answer_lost, delete_file_vectors, send, send_delete
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id, document_vector_metadata
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
@@ -386,9 +386,7 @@ async def _version_remover(host: HostApi, state: KnowledgeBaseState, embedder: E
     vector of the model's dimension written first (`remove_first_write`; the dimension is learnt
     from one embedding if the upload got no further)."""
     if not state.fresh:
-        file_ids = [request.document_id]
-        return lambda: with_retries(lambda: send_delete(
-            state.files, file_ids, lambda: host.vector_delete(request.collection_id, file_ids=file_ids)))
+        return lambda: delete_file_vectors(host, state.files, request.collection_id, [request.document_id])
     if dim is None:
         probe = await embedder.embed(request.kb_id, request.settings.embedding_model_uuid, [request.document_id])
         dim = int(probe.shape[1])
@@ -522,10 +520,8 @@ async def _remove_first_write(host: HostApi, state: KnowledgeBaseState, request:
 async def _rollback(host: HostApi, state: KnowledgeBaseState, request: IngestRequest) -> bool:
     """Delete what this ingest wrote. False if that failed (the journal entry then stays, and the
     next reconciliation removes them)."""
-    file_ids = [request.document_id]
     try:
-        await with_retries(lambda: send_delete(
-            state.files, file_ids, lambda: host.vector_delete(request.collection_id, file_ids=file_ids)))
+        await delete_file_vectors(host, state.files, request.collection_id, [request.document_id])
         return True
     except Exception as error:  # noqa: BLE001 - best effort; logged for the operator
         if is_kb_gone(error):

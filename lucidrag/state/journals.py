@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, describe, with_retries
-from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send_delete
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, delete_file_vectors
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
@@ -129,8 +129,7 @@ class JournalSettling(ProbeSweeps):
                     async with holding(self.lock):  # not while an upload of the same id begins
                         if self.files.state(file_id) is not FileState.JOURNALLED:
                             continue  # uploaded again (or settled) meanwhile: its vectors are its own
-                        await with_retries(lambda f=file_id: send_delete(
-                            self.files, [f], lambda: host.vector_delete(collection_id, file_ids=[f])))
+                        await delete_file_vectors(host, self.files, collection_id, [file_id])
                     logger.warning("kb=%s doc=%s: removed %d vectors an interrupted ingest left behind",
                                    self.kb_id, file_id, len(items))
                 if waiting:
@@ -139,10 +138,7 @@ class JournalSettling(ProbeSweeps):
 
     def _vectors_remover(self, host: HostApi, collection_id: str, file_id: str) -> Callable[[], Awaitable[None]]:
         """`delete_file`'s `delete_vectors`: one delete by file id (retried), noted if its answer is lost."""
-        async def remove() -> None:
-            await with_retries(lambda: send_delete(
-                self.files, [file_id], lambda: host.vector_delete(collection_id, file_ids=[file_id])))
-        return remove
+        return lambda: delete_file_vectors(host, self.files, collection_id, [file_id])
 
     def _previous_writes_may_land(self) -> bool:
         """Whether a write of the process that left a journal entry may still land (an upsert
@@ -255,8 +251,7 @@ class JournalSettling(ProbeSweeps):
         and this process may die before its `reconcile` (seed 4822): the tombstone's upsert made
         the collection, so the file's vectors go at once, the tombstone with them. Best effort."""
         try:
-            await with_retries(lambda: send_delete(
-                self.files, [file_id], lambda: host.vector_delete(collection_id, file_ids=[file_id])))
+            await delete_file_vectors(host, self.files, collection_id, [file_id])
         except Exception as error:  # noqa: BLE001 - the tombstone stays for this process's `reconcile`
             logger.warning("kb=%s doc=%s: the vectors of a failed upload could not be removed now (%s)",
                            self.kb_id, file_id, describe(error))

@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import Protocol, TypeVar
 
 from lucidrag.base.budget import BudgetSpent
-from lucidrag.base.host import is_connection_lost
+from lucidrag.base.host import HostApi, is_connection_lost, with_retries
 from lucidrag.state.storage_keys import keys_of_kb
 
 T = TypeVar("T")
@@ -89,6 +89,13 @@ async def send_delete(notes: LateDeleteNotes, file_ids: list[str], call: Callabl
         if answer_lost(error):
             notes.delete_unanswered(file_ids, PREVIOUS_PROCESS_LANDING_S)
         raise
+
+
+async def delete_file_vectors(host: HostApi, notes: LateDeleteNotes, collection_id: str, file_ids: list[str]) -> None:
+    """Delete `file_ids`' vectors by file id (retried), each attempt noted in `notes` if its answer
+    is lost (`send_delete`)."""
+    await with_retries(lambda: send_delete(notes, file_ids, lambda: host.vector_delete(collection_id,
+                                                                                      file_ids=file_ids)))
 
 
 class UnansweredStorageWrites:

@@ -19,7 +19,7 @@ from typing import Any
 from lucidrag.base.budget import holding
 from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.state.kbcore import KbCore
-from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, send, send_delete
+from lucidrag.state.latewrites import PREVIOUS_PROCESS_LANDING_S, LateWriteNotes, LostAnswers, delete_file_vectors, send
 from lucidrag.state.lifecycle import FileState
 from lucidrag.state.metastate import Mark
 from lucidrag.state.records import (
@@ -72,16 +72,16 @@ class ProbeSweeps(KbCore):
         collection cannot say, it may have had them."""
         if self.meta.mark is Mark.SOME:
             return True
+        held = True  # (unanswered: then the note that follows is a vector of the KB's itself)
         for _ in range(NOTE_CHECK_ATTEMPTS):
             try:
                 held = await with_retries(lambda: holds_other_files(host, collection_id, [file_id, PROBE_FILE_ID]))
+                break
             except Exception:  # noqa: BLE001 - asked again
                 continue
-            if held:  # the stored meta may still say "never had a vector": no restart would look
-                self.meta.vectors_found()
-            return held
-        self.meta.vectors_found()  # (the note that follows is a vector of the KB's itself)
-        return True
+        if held:  # the stored meta may still say "never had a vector": no restart would look
+            self.meta.vectors_found()
+        return held
 
     async def keep_notes_found(self, host: HostApi, collection_id: str, dim: int) -> bool:
         """Once a query's probe (of `dim`) made sure the collection exists (`open_collection`):
@@ -155,8 +155,7 @@ class ProbeSweeps(KbCore):
         async with holding(self.lock):  # not while an upload of one of them begins
             gone = sorted(f for f in named if self.files.state(f) in _SWEPT_WITH_NOTE)
             if gone:
-                await with_retries(lambda: send_delete(
-                    self.files, gone, lambda: host.vector_delete(collection_id, file_ids=gone)))
+                await delete_file_vectors(host, self.files, collection_id, gone)
                 logger.warning("kb=%s: removed the vectors of %d failed or deleted files a sweep note named",
                                self.kb_id, len(gone))
         await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))

@@ -312,8 +312,8 @@ class Engine:
 
             if not await state.delete_file(store, document_id, delete_vectors):
                 # True now would let the file come back after a restart (its record is still stored)
-                raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record; "
-                                           "delete the file again")
+                raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record (or could "
+                                           "not be read); delete the file again")
             logger.info("kb=%s doc=%s: deleted", kb_id, document_id)
             await self._upkeep(host, inst, "delete")
 

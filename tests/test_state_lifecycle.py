@@ -253,6 +253,75 @@ async def test_a_query_probing_the_collection_keeps_the_sweep_notes_a_dead_proce
     assert host.vectors_of(KB, PROBE_FILE_ID) == []
 
 
+async def test_a_query_probe_left_for_the_sweep_marks_a_kb_that_never_had_a_vector(monkeypatch):
+    """A KB where no file ever completed: its stored meta says "never had a vector", so no process
+    touches its collection. A process that cannot read that meta probes the collection with its
+    first query, and where the listing for sweep notes beside the probe fails, the probe stays for
+    the sweep, due once the previous process's calls can no longer land. A process replaced before
+    then left it for good: the next one read "never had a vector" and never looked (seeds 1992,
+    4702). Now the KB is marked "has had vectors", and the next process sweeps the probe."""
+    host = FakePlugin.milvus()
+    await Harness(host).create(KB)
+    monkeypatch.setattr(engine_module, "PREVIOUS_PROCESS_LANDING_S", 120.0)  # the sweep is not due
+    back = restarted(host)
+    back.host.fail("get_plugin_storage", when=lambda key, **_: key == meta_key(KB))  # the meta unread
+    back.host.fail("vector_list")  # the listing for notes beside the probe
+    await back.retrieve(KB, "anything")
+    assert not state_of(back).fresh, "the query did not probe the collection"
+    assert host.vectors_of(KB, PROBE_FILE_ID), "the probe stays for the sweep"
+    back.host.faults.clear()
+    await back.retrieve(KB, "anything")  # upkeep (the sweep not due yet)
+    assert host.vectors_of(KB, PROBE_FILE_ID)
+    monkeypatch.setattr(engine_module, "PREVIOUS_PROCESS_LANDING_S", 0.0)
+    later = restarted(host)
+    for _ in range(2):
+        await later.retrieve(KB, "anything")
+    assert host.vectors_of(KB, PROBE_FILE_ID) == [], "the probe stayed: the KB's meta says it never had a vector"
+
+
+async def test_a_delete_that_cannot_read_a_dead_process_entry_keeps_the_dimension_its_removal_needs():
+    """A KB that never had a vector (its collection may be missing): a dead process's failed
+    upload left its removal's probe (one vector under the file's id) and its entry "0 chunks"
+    with the probe's dimension, which that removal needs. A delete of the file whose read of the
+    entry failed rewrote it "0 chunks" without the dimension, so its removal found none to
+    re-create the collection with, did nothing, and the probe stayed for good (seed 3138). Now such
+    a delete changes nothing (the file is deleted again), and the probe goes."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.create(KB)
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry("doc", 0, DIM))
+    probe = probe_vector_metadata("doc")
+    await harness.invoke(host.vector_upsert, KB, [[1.0] + [0.0] * (DIM - 1)], [probe["uuid"]], [probe],
+                         [probe["text"]])
+    back = restarted(host)
+    reads = iter(range(1_000))
+    back.host.fail("get_plugin_storage", when=lambda key, **_: key == journal_key(KB, "doc") and next(reads) == 0)
+    if await back.component.delete_document(KB, "doc") is not True:
+        assert await back.component.delete_document(KB, "doc") is True
+    assert host.vectors_of(KB, "doc") == [], "the removal's probe stayed"
+    assert journal_key(KB, "doc") not in host.storage
+
+
+async def test_a_failed_removal_of_a_first_write_keeps_its_dimension_for_the_next_one():
+    """A KB that never had a vector, a restart, storage refusing everything and the vector DB
+    every delete: a failed upload's removal of what its id may have left upserted its probe (one
+    vector of the model's dimension under the file's id) and could not delete it, nor write the
+    file's tombstone. That removal forgot the dimension, so the next one (`reconcile`, once storage answers) had nothing to
+    re-create the collection with and the probe stayed for good. Now the file keeps it."""
+    host = FakePlugin.milvus()
+    await Harness(host).create(KB)
+    back = restarted(host)
+    for method in (*STORAGE_CALLS, "vector_delete"):
+        back.host.fail(method)
+    back.host.fail("vector_upsert", when=lambda ids, **_: tombstone_vector_id("gone") in ids)
+    assert (await back.ingest(KB, "new.txt", b"", document_id="gone")).status == DocumentStatus.FAILED
+    assert host.vectors_of(KB, "gone"), "no removal's probe"
+    back.host.faults.clear()
+    for _ in range(2):
+        await back.retrieve(KB, "anything")  # upkeep: `reconcile`
+    assert host.vectors_of(KB, "gone") == [], "the removal's probe stayed"
+
+
 async def test_a_sweep_note_of_a_file_uploaded_again_since_goes_and_leaves_the_upload(host):
     """A file whose failed upload left a sweep note is uploaded again and COMPLETES while storage
     refuses its record (UNSAVED: an answer): the sweep drops the note and keeps the new upload's

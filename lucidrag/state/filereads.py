@@ -129,7 +129,7 @@ class FileReads(KbCore):
         if look:
             self.probe_look_at = None
             if probe[0] in present:
-                self.probe_sweep_at = time.monotonic()
+                self.sweep_later(time.monotonic())
         gone = {f for chunk_id, f in first.items() if chunk_id not in present}
         gone |= {f for tombstone, f in tombstones.items() if tombstone in present}
         for file_id in set(first.values()) - gone:

@@ -210,11 +210,17 @@ class JournalSettling(ProbeSweeps):
             lambda: self.send_sweep_note(host, collection_id, file_id, dim))
         try:
             await remove_first_write(host, collection_id, file_id, dim, self.first_write, self.files, probe_file, note)
+        except BaseException:
+            # kept with the file (ABORTED): a later removal re-creates the collection with it
+            self.files.set_first_write_dim(file_id, dim)
+            raise
         finally:
-            if probe_file == PROBE_FILE_ID:  # swept at once (its delete may have failed), or once it
-                # can no longer land if an answer was lost
+            if probe_file == PROBE_FILE_ID:  # swept at once, or once it can no longer land if an
+                # answer was lost (only where a restart looks, above); re-created with `dim` first
+                # while the collection may be missing
                 wait = PREVIOUS_PROCESS_LANDING_S if self.files.may_land(file_id) else 0.0
-                self.probe_sweep_at = max(self.probe_sweep_at or 0.0, time.monotonic() + wait)
+                self.note_dim = dim
+                self.schedule_sweep(time.monotonic() + wait)
         self.files.set_first_write_dim(file_id, None)
 
     async def _removal_named(self, host: HostApi, file_id: str) -> bool:
@@ -238,13 +244,19 @@ class JournalSettling(ProbeSweeps):
         earlier version) finds its sweep note instead (`sweep_probes`; seed 262). Raises if it
         could not be written."""
         self.note_for_sweep(file_id, dim)  # in the same call: a process killed after it leaves both
-        await upsert_markers(host, collection_id, file_id, dim, self.files,
-                              [tombstone_vector_metadata(file_id), *sweep_note_markers(file_id)])
+        lost = LostAnswers()
+        try:
+            await upsert_markers(host, collection_id, file_id, dim, _Both(self.files, lost),
+                                  [tombstone_vector_metadata(file_id), *sweep_note_markers(file_id)])
+        except Exception:
+            if lost.lost and self.meta.mark is not Mark.SOME:  # the note may have been written (seed 4416)
+                await self.withdraw_note_unless_looked_for(host, collection_id, file_id, dim, upserted=False)
+            raise
         if self.fresh:  # its removal re-creates the collection first (`first_write_remover`)
             self.files.set_first_write_dim(file_id, dim)
         if self.meta.mark is not Mark.SOME:
             await self._remove_unlooked_for_tombstone(host, collection_id, file_id)
-        await self.withdraw_note_unless_looked_for(host, collection_id, file_id)
+        await self.withdraw_note_unless_looked_for(host, collection_id, file_id, dim)
 
     async def _remove_unlooked_for_tombstone(self, host: HostApi, collection_id: str, file_id: str) -> None:
         """A restart that reads "never had a vector" looks for neither the tombstone nor the note,
@@ -262,7 +274,9 @@ async def remove_first_write(host: HostApi, collection_id: str, file_id: str, di
                              probe_file: str | None = None,
                              note: Callable[[], Awaitable[None]] | None = None) -> None:
     """`KnowledgeBaseState.remove_first_write` (also for a KB being deleted, which has no state);
-    the probe under `probe_file` (default: `file_id`; another is deleted before the file). `note`
+    the probe under `probe_file` (default: `file_id`; another, PROBE_FILE_ID, is left for
+    `sweep_probes`, which first removes the files of the sweep notes beside it: a delete by that
+    id would take the notes with it, and their files' vectors would be named by nothing). `note`
     is awaited if vectors of the file may be left (a delete failed, or an upsert's answer was lost:
     it may land after the delete) once the probe's upsert has answered (the collection exists)."""
     probe_file = probe_file or file_id
@@ -276,8 +290,6 @@ async def remove_first_write(host: HostApi, collection_id: str, file_id: str, di
         async with holding(first_write or asyncio.Lock()):
             await upsert_markers(host, collection_id, file_id, dim, notes, [probe_vector_metadata(probe_file)])
         upserted = True
-        if probe_file != file_id:  # first: the collection exists now, and the file's delete may fail
-            await with_retries(lambda: host.vector_delete(collection_id, file_ids=[probe_file]))
         await with_retries(lambda: host.vector_delete(collection_id, file_ids=[file_id]))
     except Exception:
         if note is not None and upserted:

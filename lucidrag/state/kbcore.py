@@ -215,6 +215,28 @@ class KbCore:
         process (TOMBSTONED), whose upload of the id waits for them too."""
         return self.files.may_land(file_id) or time.monotonic() < self.calls_quiet_at(file_id)
 
+    def sweep_later(self, at: float) -> None:
+        """Vectors under PROBE_FILE_ID (a probe, sweep notes) are, or may be, in the KB's collection,
+        which exists, until `sweep_probes` (due from `at`, or later if a probe of this process may
+        land until then). Should this process die first, a restart must look for them, and none
+        does on a KB whose stored meta says "never had a vector" (no file completed there: seeds
+        1992, 4416, 4702, 9647). So the KB's mark becomes "has had vectors", the meta to be written
+        (`left_for_sweep`)."""
+        self.schedule_sweep(at)
+        self.left_for_sweep()
+
+    def schedule_sweep(self, at: float) -> None:
+        """`sweep_probes` from `at` (or later), where a restart looks for PROBE_FILE_ID's vectors
+        anyway, or they are withdrawn first (`withdraw_note_unless_looked_for`)."""
+        self.probe_sweep_at = max(self.probe_sweep_at or 0.0, at)
+
+    def left_for_sweep(self) -> None:
+        """`sweep_later`'s mark: "has had vectors", the meta to be written (`flush` retries it),
+        whatever the stored meta says. Only once the collection surely exists: a restart that
+        reads the mark touches the collection (a missing one: Milvus creates it with dimension
+        1536)."""
+        self.meta.vectors_found()
+
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
                           record_sent: bool = False, failed: bool = False, only: FileState | None = None) -> bool:
@@ -230,7 +252,8 @@ class KbCore:
 
         With `delete_vectors`, the vectors go only once a restart could not bring the file back
         by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
-        its record is deleted (if neither: False, nothing done). If they may have gone but the
+        its record is deleted (if neither, or a dead process's entry whose dimension the removal
+        needs could not be read: False, nothing done). If they may have gone but the
         call failed (its answer lost), the file is no answer any more (ABORTED: `reconcile`
         finishes the deletion) and the error is raised.
 
@@ -246,7 +269,10 @@ class KbCore:
             if delete_vectors is not None and self.files.state(file_id) is not FileState.ABORTED:
                 # (an ABORTED file has its entry "0 chunks", or none; a dead process's entry of a
                 # JOURNALLED file may count chunks: a restart would adopt what the delete leaves)
-                dim = await self._dim_of_writes(store, file_id)
+                try:
+                    dim = await self._dim_of_writes(store, file_id)
+                except StorageReadFailed:
+                    return False  # nothing done: deleted again later
                 marked = await store.write_journal(JournalEntry(file_id, 0, dim))
                 if not marked:
                     gone = await store.delete_record(file_id)
@@ -299,7 +325,10 @@ class KbCore:
 
     async def _dim_of_writes(self, store: KbStore, file_id: str) -> int | None:
         """The dimension of the file's vectors a write with an unknown outcome may have left (for
-        `remove_first_write`), as far as known: noted here, or in a dead process's entry."""
+        `remove_first_write`), as far as known: noted here, or in a dead process's entry.
+        StorageReadFailed where that entry could not be read and the collection may be missing:
+        the entry rewritten "0 chunks" without it would lose the dimension the removal of that
+        write needs, and the write would stay (seed 3138: a dead process's removal probe)."""
         for dim in (self.files.first_write_dim(file_id), self.files.late_write_dim(file_id)):
             if dim is not None:
                 return dim
@@ -308,6 +337,8 @@ class KbCore:
         try:
             entry = await store.read_journal(file_id, strict=True)
         except StorageReadFailed:
+            if self.fresh:
+                raise
             return None
         return entry.dim if entry is not None else None
 
@@ -318,7 +349,10 @@ class KbCore:
         touched, in this process (ABORTED, not failed: it ends DELETED) or after a restart
         (JOURNALLED). Returns whether the entry is durable; if not, nothing changed."""
         async with holding(self.lock):
-            dim = await self._dim_of_writes(store, file_id)  # (a first write's, which its removal needs)
+            try:
+                dim = await self._dim_of_writes(store, file_id)  # (a first write's, which its removal needs)
+            except StorageReadFailed:
+                return False
             if not await store.write_journal(JournalEntry(file_id, 0, dim)):
                 return False
             self.files.journal_deleted(file_id)

@@ -7,8 +7,8 @@ machines, each with named states; every change is one method here:
 
 ```
 mark (whether the KB ever had a vector, what this process knows best):
-    UNKNOWN ──read / learnt──► NONE_YET ──first_vectors / metric_learnt / records_found──► SOME
-       └──────────────── first_vectors / read "vectors" / records_found ─────────┘
+    UNKNOWN ──read / learnt──► NONE_YET ──first_vectors / metric_learnt / records_found / vectors_found──► SOME
+       └──────────────── first_vectors / read "vectors" / records_found / vectors_found ─────────┘
 collection (whether the vector DB holds the KB's collection):
     EXISTS ──may_be_missing (the load: the mark says NONE_YET, or storage says nothing)──► UNKNOWN
                                                    UNKNOWN ◄──(the mark changes)──► ABSENT

@@ -52,16 +52,28 @@ class ProbeSweeps(KbCore):
             logger.warning("kb=%s doc=%s: a note to remove its vectors later could not be written (%s)",
                            self.kb_id, file_id, describe(error))
 
-    async def withdraw_note_unless_looked_for(self, host: HostApi, collection_id: str, file_id: str) -> None:
+    async def withdraw_note_unless_looked_for(self, host: HostApi, collection_id: str, file_id: str, dim: int,
+                                              upserted: bool = True) -> None:
         """Best effort: where no later process would look for this file's sweep note
         (`_had_vectors`), PROBE_FILE_ID's vectors go again at once, unless notes of other files of
-        this process are there too (the tombstone stays for this process's `reconcile`)."""
+        this process are there too (the tombstone stays for this process's `reconcile`). After an
+        upsert of the note that failed (not `upserted`: its answer may be lost, the note written:
+        seed 4416) one vector of `dim` under PROBE_FILE_ID first makes sure the collection exists.
+        Where the note may stay once the collection surely exists, the KB is marked
+        (`left_for_sweep`: seeds 4416, 9647, a note whose delete failed)."""
         if self.noted != {file_id}:
             return
         try:
+            if not upserted:
+                async with holding(self.first_write):  # (Milvus Lite's concurrent creators)
+                    await upsert_markers(host, collection_id, PROBE_FILE_ID, dim, LostAnswers(),
+                                         [probe_vector_metadata(PROBE_FILE_ID)])
+                upserted = True
             if not await self._had_vectors(host, collection_id, file_id):
                 await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))
         except Exception as error:  # noqa: BLE001 - this process's own sweep removes it later
+            if upserted:
+                self.left_for_sweep()
             logger.warning("kb=%s doc=%s: a note to remove its vectors later could not be withdrawn (%s)",
                            self.kb_id, file_id, describe(error))
 
@@ -79,8 +91,8 @@ class ProbeSweeps(KbCore):
                 break
             except Exception:  # noqa: BLE001 - asked again
                 continue
-        if held:  # the stored meta may still say "never had a vector": no restart would look
-            self.meta.vectors_found()
+        if held:  # the note stays
+            self.left_for_sweep()
         return held
 
     async def keep_notes_found(self, host: HostApi, collection_id: str, dim: int) -> bool:
@@ -97,7 +109,7 @@ class ProbeSweeps(KbCore):
             logger.warning("kb=%s: notes to remove vectors later could not be looked for (%s)",
                            self.kb_id, describe(error))
         self.note_dim = dim
-        self.probe_sweep_at = max(self.probe_sweep_at or 0.0, self.previous_writes_until)
+        self.sweep_later(self.previous_writes_until)  # (seeds 1992, 4702: the probe stays too)
         return True
 
     def note_for_sweep(self, file_id: str, dim: int) -> None:
@@ -106,7 +118,8 @@ class ProbeSweeps(KbCore):
         self.noted.add(file_id)
         self.notes_sent += 1
         self.note_dim = dim
-        self.probe_sweep_at = max(self.probe_sweep_at or 0.0, time.monotonic() + PREVIOUS_PROCESS_LANDING_S)
+        # (not marked yet: a note where no restart looks is withdrawn, `withdraw_note_unless_looked_for`)
+        self.schedule_sweep(time.monotonic() + PREVIOUS_PROCESS_LANDING_S)
 
     def probe_look_due(self) -> bool:
         """Whether upkeep should look for a probe or sweep note a dead process left: on a KB
@@ -125,7 +138,7 @@ class ProbeSweeps(KbCore):
         present = await with_retries(lambda: stored_ids(host, collection_id, [probe_vector_id(PROBE_FILE_ID)]))
         self.probe_look_at = None
         if present:
-            self.probe_sweep_at = time.monotonic()
+            self.sweep_later(time.monotonic())
 
     def probe_sweep_due(self) -> bool:
         return (self.probe_sweep_at is not None and time.monotonic() >= self.probe_sweep_at
@@ -148,10 +161,26 @@ class ProbeSweeps(KbCore):
             async with holding(self.first_write):  # (Milvus Lite's concurrent creators)
                 await upsert_markers(host, collection_id, PROBE_FILE_ID, self.note_dim, LostAnswers(),
                                      [probe_vector_metadata(PROBE_FILE_ID)])
+        try:
+            swept = await self._sweep(host, collection_id)
+        except BaseException:
+            self.left_for_sweep()  # what it found (and its probe) stays for a later sweep
+            raise
+        if not swept:
+            self.left_for_sweep()
+            return
+        if self.notes_sent == sent:  # (else a note sent meanwhile may have gone: its file is swept again)
+            self.noted.clear()
+        if self.probe_sweep_at == due:  # (no removal under PROBE_FILE_ID was sent meanwhile)
+            self.probe_sweep_at = None
+
+    async def _sweep(self, host: HostApi, collection_id: str) -> bool:
+        """`sweep_probes`' calls: whether PROBE_FILE_ID's vectors were deleted (False: a note's
+        file is not settled yet), in a collection that exists."""
         items = await with_retries(lambda: file_vectors(host, collection_id, PROBE_FILE_ID))
         named = {f for f in map(noted_file, items) if f} | self.noted
         if not all(self._sweepable(f) for f in named):
-            return
+            return False
         async with holding(self.lock):  # not while an upload of one of them begins
             gone = sorted(f for f in named if self.files.state(f) in _SWEPT_WITH_NOTE)
             if gone:
@@ -159,10 +188,7 @@ class ProbeSweeps(KbCore):
                 logger.warning("kb=%s: removed the vectors of %d failed or deleted files a sweep note named",
                                self.kb_id, len(gone))
         await with_retries(lambda: host.vector_delete(collection_id, file_ids=[PROBE_FILE_ID]))
-        if self.notes_sent == sent:  # (else a note sent meanwhile may have gone: its file is swept again)
-            self.noted.clear()
-        if self.probe_sweep_at == due:  # (no removal under PROBE_FILE_ID was sent meanwhile)
-            self.probe_sweep_at = None
+        return True
 
     def _sweepable(self, file_id: str) -> bool:
         """Whether a sweep note's file is settled here: no answer, or durably named."""

@@ -311,6 +311,12 @@ class Engine:
                         f"The vector database did not delete the file: {describe(error)}") from error
 
             if not await state.delete_file(store, document_id, delete_vectors):
+                landing_s = state.vector_writes_quiet_at(document_id) - time.monotonic()
+                if landing_s > 0:
+                    raise PluginStorageFailure(
+                        "LangBot's plugin storage refused to note the deletion, and LangBot may still write vectors "
+                        f"of this file that it did not confirm (for up to {math.ceil(landing_s)} s): nothing was "
+                        "deleted; delete the file again after that")
                 # True now would let the file come back after a restart (its record is still stored)
                 raise PluginStorageFailure("LangBot's plugin storage did not remove the file's record (or could "
                                            "not be read); delete the file again")

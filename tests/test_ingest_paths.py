@@ -26,7 +26,7 @@ from lucidrag.state.storage_keys import journal_key
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.scoring import Metric
 from tests import ocr_samples
-from tests.conftest import FakePlugin, Harness
+from tests.conftest import MODEL, FakePlugin, Harness
 from tests.fakes import HostError
 from tests.test_console import ConsoleHost, api, create_kb, rows
 from tests.test_ocr import _bar_chart
@@ -138,6 +138,7 @@ async def test_a_connection_lost_during_the_upsert_blames_the_connection_not_the
 # ---------------------------------------------------------------- what the vector DB receives
 async def test_a_long_file_is_written_in_batches_of_at_most_a_hundred_chunks(harness: Harness, host):
     sizes: list[int] = []
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": MODEL})  # (no probe first)
     real = host.vector_upsert
 
     async def upsert(**kwargs: Any) -> None:
@@ -155,6 +156,7 @@ async def test_a_long_file_is_written_in_batches_of_at_most_a_hundred_chunks(har
 async def test_each_vector_is_stored_with_its_chunk_text_as_the_document(harness: Harness, host):
     """Chroma keeps `documents` (LangBot's own full-text search reads them)."""
     documents: dict[str, str] = {}
+    await harness.component.on_knowledge_base_create(KB, {"embedding_model_uuid": MODEL})  # (no probe first)
     real = host.vector_upsert
 
     async def upsert(**kwargs: Any) -> None:

@@ -43,6 +43,7 @@ from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document
 from lucidrag.state.store import KbStore
 from lucidrag.vectors.embedding import Embedder, with_retries
 from lucidrag.vectors.scoring import calibrate
+from lucidrag.vectors.vectorscan import holds_file
 
 logger = logging.getLogger(__name__)
 
@@ -120,13 +121,8 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
                     record, vectors, document_vector, asked = await _prepare(host, embedder, request, probes, opening)
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
-            # upsert), then write the new vectors. Not in a collection that may not exist (a
-            # delete would make Milvus create it with dimension 1536): a KB that never had a
-            # vector has no earlier version, and one unknown is probed first.
-            replaces = await state.is_stored(store, request.document_id)
-            if replaces:
-                async with state.writes.write():
-                    replaces = await state.open_collection(host, request.collection_id, dim)
+            # upsert), then write the new vectors.
+            replaces = await _replaces_earlier_version(host, state, store, request, dim)
             async with state.writes.write():
                 begun = True
                 if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
@@ -424,6 +420,10 @@ def _failure(error: BaseException, state: KnowledgeBaseState, deadlines: IngestD
                               "the file into smaller files and upload them separately.")
     if isinstance(error, LucidRagError) or not vectors_written:
         return error
+    return _refused(error)
+
+
+def _refused(error: Exception) -> VectorStoreFailure:
     return VectorStoreFailure(
         f"The vector database refused the data: {describe(error)}. Nothing was kept; check the "
         "vector database in LangBot's settings and upload the file again."
@@ -462,6 +462,45 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
     if metric is not None:
         await state.set_metric(store, metric)
         logger.info("kb=%s: vector backend reports %s", request.kb_id, metric.value)
+
+
+async def _replaces_earlier_version(host: HostApi, state: KnowledgeBaseState, store: KbStore,
+                                   request: IngestRequest, dim: int) -> bool:
+    """Whether the document id may have vectors of an earlier upload, which go before the new ones.
+    Not in a collection that may not exist (a delete would make Milvus create it with dimension
+    1536): a KB that never had a vector has no earlier version, and one unknown is probed first.
+    While plugin storage names none of the KB's files and they are still to be found in the
+    vector DB (`files_unseen`), an id unknown here is asked of the vector DB (one listing): taken
+    for new, a re-upload left its earlier version's chunks beyond its own answered (seed 6787), or,
+    failing, the earlier version it never removed (seed 5809). Where an earlier version may be
+    there and the vector DB could not be asked, the upload fails: with the vector DB's error, or
+    PluginStorageFailure where storage could not name the probe."""
+    file_id = request.document_id
+    if not await state.is_stored(store, file_id):
+        return False
+    try:
+        async with state.writes.write():
+            opened = await state.open_collection(host, request.collection_id, dim, strict=True)
+    except (LucidRagError, GateClosed):
+        raise
+    except Exception as error:  # noqa: BLE001 - the probe's upsert or delete
+        raise _refused(error) from error
+    if not opened:
+        if state.never_had_vectors or state.writes.closed:
+            return False  # nothing to replace; or the KB is being deleted (its writes fail)
+        raise PluginStorageFailure(
+            "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
+            "keep track of it. Nothing was kept; upload the file again."
+        )
+    if not state.only_the_vector_db_knows(file_id):
+        return await state.is_stored(store, file_id)  # (the KB's files may have been found meanwhile)
+    try:
+        return await with_retries(lambda: holds_file(host, request.collection_id, file_id))
+    except LucidRagError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise VectorStoreFailure(f"The vector database did not say whether it holds an earlier version of this "
+                                 f"file ({describe(error)}). Nothing was kept; upload the file again.") from error
 
 
 async def _delete_previous_version(host: HostApi, state: KnowledgeBaseState, request: IngestRequest) -> None:

@@ -26,13 +26,13 @@ from lucidrag.index.terms import TokenizedChunk, tokenize_chunks
 from lucidrag.state.indexwriter import IndexSnapshotWriter
 from lucidrag.state.lifecycle import FileState, FileTable, NotAnswers
 from lucidrag.state.loadstate import LoadState
-from lucidrag.state.metastate import MetaState, Presence
+from lucidrag.state.metastate import Mark, MetaState, Presence
 from lucidrag.state.recordcache import RecordCache
 from lucidrag.state.records import FileRecord
 from lucidrag.state.repairstate import RepairMode, RepairState
 from lucidrag.state.storage_keys import file_record_key, part_owner
 from lucidrag.state.latewrites import storage_key_quiet_at, storage_writes_may_land
-from lucidrag.state.store import JournalEntry, KbStore, StorageReadFailed, decode_record, list_keys
+from lucidrag.state.store import JournalEntry, KbStore, KeySnapshot, StorageReadFailed, decode_record, list_keys
 from lucidrag.vectors.scoring import Metric
 
 logger = logging.getLogger(__name__)
@@ -199,9 +199,47 @@ class KbCore:
         if (self.has_committed(file_id) or self.files.record_stored(file_id)
                 or self.files.state(file_id) is FileState.JOURNALLED):
             return True  # (a dead process's upload of it, which `reconcile` would adopt if complete)
-        return not self.never_had_vectors and (
-            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed
-            or (self._emptiness_may_name_files() and (self.repair.finding_files or not self.loaded)))
+        return self.files_unseen() or (not self.never_had_vectors and (
+            file_id in self.index or self.files.state(file_id) is FileState.TO_INDEX or not self.files.records_listed))
+
+    def files_unseen(self) -> bool:
+        """Plugin storage names none of the KB's files, and the vector DB may hold some that were
+        not found there yet: whether a file id unknown here is one of them only the vector DB can
+        tell."""
+        return (not self.never_had_vectors and self._emptiness_may_name_files()
+                and (self.repair.finding_files or not self.loaded))
+
+    def only_the_vector_db_knows(self, file_id: str) -> bool:
+        """Whether only the vector DB can tell if it holds vectors of this file (`files_unseen`,
+        and nothing here names the file)."""
+        return (self.files_unseen() and self.files.state(file_id) is None
+                and not self.files.record_stored(file_id))
+
+    def seed(self, snapshot: KeySnapshot) -> None:
+        """Learn which files have records and journal entries from a storage listing, unless this
+        process already knows (every later change of this KB went through this object)."""
+        if not self.files.records_listed:
+            self.files.listed(snapshot.record_ids(self.kb_id))
+            for file_id in snapshot.journal_ids(self.kb_id):
+                # this process knows better about its own files (but a committed one's entry outlived it)
+                if self.files.state(file_id) in (None, FileState.COMMITTED):
+                    self.files.move(file_id, FileState.JOURNALLED)
+                    # a call of the process that wrote the entry may still land: an upload of the
+                    # id waits for it, also once `reconcile` has settled the file
+                    self.files.named_by_previous_process(file_id)
+            # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
+            self.snapshot.listed(snapshot.index_segments(self.kb_id))
+            self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
+            self.meta.listed(snapshot.has_meta(self.kb_id))
+            if snapshot.record_ids(self.kb_id):
+                self.meta.records_found()
+            if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
+                indexed = self.index.file_ids()
+                for file_id in sorted(self.files.with_stored_record() - indexed - self.in_flight):
+                    self.files.to_index(file_id)
+                if (self._emptiness_may_name_files() and self.meta.mark is not Mark.NONE_YET
+                        and self.repair.mode is RepairMode.IDLE):
+                    self.repair.storage_knows_nothing()  # its files are to be found in the vector DB
 
     def calls_quiet_at(self, file_id: str) -> float:
         """When no call of the file whose answer was lost (a write, a delete of its vectors or of
@@ -209,6 +247,12 @@ class KbCore:
         previous = self.previous_writes_until if self.files.previous_process_named(file_id) else 0.0
         return max(self.files.calls_quiet_at(file_id), storage_key_quiet_at(file_record_key(self.kb_id, file_id)),
                    previous)
+
+    def vector_writes_quiet_at(self, file_id: str) -> float:
+        """When no upsert of the file's vectors that this process gave up on, nor one of a dead
+        process whose entry named it, can land any more (0.0: none)."""
+        at = self.files.calls_quiet_at(file_id) if self.files.may_land(file_id) else 0.0
+        return max(at, self.previous_writes_until if self.files.previous_process_named(file_id) else 0.0)
 
     def calls_may_land(self, file_id: str) -> bool:
         """A call of the file may still land: removing it leaves its entry "0 chunks" for the next
@@ -253,9 +297,11 @@ class KbCore:
         With `delete_vectors`, the vectors go only once a restart could not bring the file back
         by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
         its record is deleted (if neither, or a dead process's entry whose dimension the removal
-        needs could not be read: False, nothing done). If they may have gone but the
-        call failed (its answer lost), the file is no answer any more (ABORTED: `reconcile`
-        finishes the deletion) and the error is raised.
+        needs could not be read: False, nothing done). Without that entry, not while an upsert of
+        the file may still land (`vector_writes_quiet_at`; False, nothing done): landing after the
+        delete, it would leave vectors the next process finds as a complete file. If they may
+        have gone but the call failed (its answer lost), the file is no answer any more (ABORTED:
+        `reconcile` finishes the deletion) and the error is raised.
 
         Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
         After: the record is gone, or the journal entry names the file; the index snapshot follows
@@ -275,6 +321,8 @@ class KbCore:
                     return False  # nothing done: deleted again later
                 marked = await store.write_journal(JournalEntry(file_id, 0, dim))
                 if not marked:
+                    if time.monotonic() < self.vector_writes_quiet_at(file_id):
+                        return False  # nothing deleted: with no entry, nothing would remove what lands then
                     gone = await store.delete_record(file_id)
                     if not gone:
                         return False
@@ -423,6 +471,8 @@ class KbCore:
         nothing but that emptiness (a restart lists the vector DB); once any of those is stored,
         a restart trusts storage instead. So the first one waits until each of them has a journal
         entry, which a restart adopts from the vectors (or removes, if incomplete)."""
+        if not await self._emptiness_known(store):
+            return False
         if not self._emptiness_may_name_files():
             return True
         for file_id, record in self.files.unsaved_records().items():
@@ -458,6 +508,20 @@ class KbCore:
             return
         if discovery is not None and discovery.done:
             self.repair.discovered(discovery)
+
+    async def _emptiness_known(self, store: KbStore) -> bool:
+        """Whether this process knows if plugin storage holds the meta, a record or an index
+        segment of the KB (any of them ends the storage-empty mode). Not while the meta could not
+        be read and no listing answered: then storage may hold nothing and files be named by that
+        emptiness alone, which a save would end before they are found (seed 7450). So the KB's
+        keys are listed first; if that fails, nothing is saved now."""
+        if self.meta.presence is not Presence.UNKNOWN or self.snapshot.live or self.files.records_listed:
+            return True
+        snapshot = await list_keys(store.host)
+        if snapshot is None:
+            return False
+        self.seed(snapshot)
+        return True
 
     def _emptiness_may_name_files(self) -> bool:
         """As far as this process knows, plugin storage holds no meta (written at KB creation), no

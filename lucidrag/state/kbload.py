@@ -40,8 +40,10 @@ class KbLoad(FileReads):
 
     async def is_stored(self, store: KbStore, file_id: str) -> bool:
         """Whether this file id may already have vectors (a re-ingest). Lists storage keys at most
-        once per process for this KB, so bulk uploads cost one listing, not one per file."""
-        if self.files.may_have_vectors(file_id):
+        once per process for this KB, so bulk uploads cost one listing, not one per file. While
+        storage names none of the KB's files and they are still to be found in the vector DB, any
+        may be there (`files_unseen`: the vector DB is asked, `ingest._replaces_earlier_version`)."""
+        if self.files.may_have_vectors(file_id) or self.files_unseen():
             return True
         if not self.files.records_listed:
             snapshot = await list_keys(store.host)
@@ -51,33 +53,7 @@ class KbLoad(FileReads):
                 # every upload a new id, so a skipped delete costs nothing in practice.
                 return self.meta.mark is Mark.SOME and not self.fresh
             self.seed(snapshot)
-        return self.files.record_stored(file_id) or self.files.may_have_vectors(file_id)
-
-    def seed(self, snapshot: KeySnapshot) -> None:
-        """Learn which files have records and journal entries from a storage listing, unless this
-        process already knows (every later change of this KB went through this object)."""
-        if not self.files.records_listed:
-            self.files.listed(snapshot.record_ids(self.kb_id))
-            for file_id in snapshot.journal_ids(self.kb_id):
-                # this process knows better about its own files (but a committed one's entry outlived it)
-                if self.files.state(file_id) in (None, FileState.COMMITTED):
-                    self.files.move(file_id, FileState.JOURNALLED)
-                    # a call of the process that wrote the entry may still land: an upload of the
-                    # id waits for it, also once `reconcile` has settled the file
-                    self.files.named_by_previous_process(file_id)
-            # segments a manifest names (stored, or about to be) are not orphans, whenever the listing comes
-            self.snapshot.listed(snapshot.index_segments(self.kb_id))
-            self.stray_parts |= set(snapshot.stray_parts(self.kb_id))
-            self.meta.listed(snapshot.has_meta(self.kb_id))
-            if snapshot.record_ids(self.kb_id):
-                self.meta.records_found()
-            if self.loaded:  # the listing failed at load: index the records the snapshot lacks now
-                indexed = self.index.file_ids()
-                for file_id in sorted(self.files.with_stored_record() - indexed - self.in_flight):
-                    self.files.to_index(file_id)
-                if (self._emptiness_may_name_files() and self.meta.mark is not Mark.NONE_YET
-                        and self.repair.mode is RepairMode.IDLE):
-                    self.repair.storage_knows_nothing()  # its files are to be found in the vector DB
+        return self.files.record_stored(file_id) or self.files.may_have_vectors(file_id) or self.files_unseen()
 
     async def ensure_loaded(self, host: HostApi, collection_id: str, index_now: bool = True,
                             wait_s: float = math.inf) -> None:

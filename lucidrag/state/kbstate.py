@@ -153,22 +153,23 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             if unjournalled:  # still named by storage's emptiness alone: journalled before a first save
                 self.files.set_unjournalled(file_id, 0)
 
-    async def open_collection(self, host: HostApi, collection_id: str, dim: int) -> bool:
+    async def open_collection(self, host: HostApi, collection_id: str, dim: int, strict: bool = False) -> bool:
         """Whether the vector DB may be searched and listed for this KB now. While its collection
         may not exist (`fresh`) and is not known never to have had a vector, one vector of the
         model's dimension `dim` is upserted under PROBE_FILE_ID and deleted again: the collection
-        exists from then on, with the right dimension (`remove_first_write`)."""
+        exists from then on, with the right dimension (`remove_first_write`). With `strict`, the
+        vector DB's error is raised (after the probe's cleanup) rather than answered False."""
         if not self.fresh:
             return True
         if self.never_had_vectors:
             return False  # nothing to find
         try:
             async with self.writes.write():  # never once the KB's deletion has listed what it removes
-                return await self._probe(host, collection_id, dim)
+                return await self._probe(host, collection_id, dim, strict)
         except GateClosed:
             return False
 
-    async def _probe(self, host: HostApi, collection_id: str, dim: int) -> bool:
+    async def _probe(self, host: HostApi, collection_id: str, dim: int, strict: bool) -> bool:
         store = KbStore(host, self.kb_id)
         # the probe is a one-vector ingest: named by a journal entry (or storage's emptiness) first
         if not await self.begin_ingest(store, PROBE_FILE_ID, 0, dim):
@@ -184,6 +185,8 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
             logger.warning("kb=%s: whether its vector collection exists could not be learnt (%s)",
                            self.kb_id, describe(error))
             await self.abort_ingest(store, PROBE_FILE_ID, False, dim)  # `reconcile` removes what it left
+            if strict:
+                raise
             return False
         await self.abort_ingest(store, PROBE_FILE_ID, True)
         self.meta.exists()

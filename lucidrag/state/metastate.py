@@ -139,9 +139,13 @@ class MetaState:
             self.presence = Presence.PRESENT
 
     def listed(self, has_meta: bool) -> None:
-        """A storage listing showed (or did not show) the meta: settles an UNKNOWN presence."""
+        """A storage listing showed (or did not show) the meta: settles an UNKNOWN presence. A meta
+        that could not be read and is not stored says nothing (UNREADABLE -> NOT_READ, as
+        `unreadable_at_open` on a listing without it): it cannot say "never had a vector"."""
         if self.presence is Presence.UNKNOWN:
             self.presence = Presence.PRESENT if has_meta else Presence.ABSENT
+            if not has_meta and self.content is StoredContent.UNREADABLE:
+                self.content = StoredContent.NOT_READ
 
     def records_found(self) -> None:
         """A listing shows records of the KB: it has had vectors (a commit writes its record after

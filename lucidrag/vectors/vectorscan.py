@@ -71,6 +71,12 @@ async def stored_ids(host: HostApi, collection_id: str, ids: Sequence[str]) -> s
     return found
 
 
+async def holds_file(host: HostApi, collection_id: str, file_id: str) -> bool:
+    """Whether the collection holds a vector of this file (one call)."""
+    page = await host.vector_list(collection_id, filters={"file_id": file_id}, limit=1, offset=0)
+    return bool((page or {}).get("items"))
+
+
 async def holds_other_files(host: HostApi, collection_id: str, file_ids: Sequence[str]) -> bool:
     """Whether the collection holds a vector of a file other than these (one call)."""
     page = await host.vector_list(collection_id, filters={"file_id": {"$nin": list(file_ids)}}, limit=1, offset=0)

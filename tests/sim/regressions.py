@@ -808,25 +808,50 @@ REGRESSIONS.update({
     "dead-process-upsert-lands-after-the-next-process-upload": History(95, 'milvus', [
         Step([('ingest', 0, 'small', 0)]), Step([('ingest', 0, 'medium', 0)], vectors=0.5, slow=0.5, restart=True),
         Step([('ingest', 0, 'small', 0)])], jitter_s=0.008),
-    # Seed 6787, shrunk (open; fails on 085c90f too): on a host whose storage writes all fail, a
-    # file COMPLETED (named by storage's emptiness) and the plugin restarted; the same id uploaded
-    # before the vector DB was looked through for the KB's files was taken for new, its earlier
-    # version's chunks stayed beside the new upload's chunk 0, and were answered. (Taking any id for
-    # stored while files are still to be found there fixes this history, but made seed 6481, a
-    # threaded one, answer a deleted file: not merged.)
+    # Seed 6787, shrunk (fails on 085c90f too): on a host whose storage writes all fail, a file
+    # COMPLETED (named by storage's emptiness) and the plugin restarted; the same id uploaded before
+    # the vector DB was looked through for the KB's files was taken for new, its earlier version's
+    # chunks stayed beside the new upload's chunk 0, and were answered. Now such an id is asked of
+    # the vector DB (one listing, once the collection is opened) before its first vector.
     "reupload-before-discovery-keeps-the-earlier-version-6787": History(6787, 'milvus', [
         Step([('ingest', 2, 'medium', 0)], restart=True), Step([('ingest', 2, 'small', 0)])],
         writes_fail=True, jitter_s=0.008),
-    # Seed 7450, shrunk (open; fails on 085c90f too): a KB created while every storage write failed
+    # Seed 5809, shrunk: the same re-upload, taken for new, failed at its upsert (the vector DB
+    # refusing half its calls, the rollback's too); the earlier version, never removed, was
+    # answered after the next restart although LangBot shows the file failed.
+    "failed-reupload-before-discovery-leaves-the-earlier-version-5809": History(5809, 'milvus', [
+        Step([('ingest', 3, 'small', 0)], landed=0.3), Step([('repair', 'remove_orphan_vectors', 0, 1)], restart=True),
+        Step([('ingest', 3, 'medium', 0)], vectors=0.5, restart=True)], writes_fail=True, jitter_s=0.008),
+    # Seed 6481's defect, forced (6481 failed 6 of 6 runs when every id unknown on such a KB was
+    # deleted before its upload, which moved a slow host's calls): on a host whose storage writes
+    # all fail, an upload COMPLETED although an upsert of it lost its answer (a retry wrote it), and
+    # its delete, which no journal entry could name, returned True; LangBot then did the lost
+    # upsert, and the next process found the deleted file complete in the vector DB. Now such a
+    # delete answers False with nothing deleted while an upsert of the file may still land.
+    "delete-before-an-unanswered-upsert-lands-on-a-storage-less-kb": History(3, 'milvus', [
+        Step([('ingest', 0, 'small', 0)], slow=0.5), Step([('delete', 0)])], writes_fail=True, jitter_s=0.008),
+    # Seed 7450, shrunk (fails on 085c90f too): a KB created while every storage write failed
     # until the process was replaced; two files COMPLETED, named by storage's emptiness (one's
     # journal write was refused but landed). The next process could not list storage at load
     # (get_keys lost), so it did not know storage named none of the KB's files, and its first
     # upload saved the meta and a record before the vector DB was looked through: after a restart
-    # storage was trusted, and doc-002 was found by no search.
+    # storage was trusted, and doc-002 was found by no search. Now a save that could end that
+    # mode lists storage first (and saves nothing while it cannot).
     "first-save-while-storage-unlisted-loses-a-file-7450": History(7450, 'milvus', [
         Step([('create_kb', 0)]), Step([('ingest', 0, 'bad', 0)]), Step([('delete', 0), ('delete_kb', 0)]),
         Step([('create_kb', 1)]), Step([('ingest', 1, 'small', 1), ('ingest', 2, 'small', 1)], restart=True),
         Step([('ingest', 5, 'large', 1)], storage=0.5, lost=0.5, outage=('delete', 'get_keys'), landed=0.3)],
+        creation_outage=True, jitter_s=0.008),
+    # Seed 6766, shrunk (fails on 085c90f too): a KB created during a storage write outage (no
+    # meta stored); after a restart the meta could not be read and storage not listed, so the
+    # stored meta might say "never had a vector"; a later listing showed no meta, yet a good
+    # file's commit on a healthy step, whose record waited for the KB's files to be indexed, was
+    # refused (a restart would neither adopt its journal entry nor look): FAILED. Now a listing
+    # without the meta settles that it says nothing.
+    "commit-refused-after-a-listing-without-the-unread-meta-6766": History(6766, 'milvus', [
+        Step([('create_kb', 1), ('ingest', 1, 'medium', 1)], lost=0.2),
+        Step([('ingest', 2, 'large', 1), ('ingest', 3, 'large', 1)]), Step([('ingest', 6, 'large', 1)], restart=True),
+        Step([('ingest', 7, 'small', 1)], storage=1.0, landed=0.3), Step([('ingest', 8, 'medium', 1)])],
         creation_outage=True, jitter_s=0.008),
     # Seed 4498, shrunk: a KB where no file ever completed (its stored meta says "never had a
     # vector"); an upload while storage refused every call failed and sent sweep notes, as the
@@ -918,12 +943,7 @@ REGRESSIONS.update({
         Step([('delete_kb', 1)], storage=1.0, landed=0.3)], jitter_s=0.008),
 })
 
-OPEN_DEFECTS: dict[str, str] = {
-    "reupload-before-discovery-keeps-the-earlier-version-6787":
-        "on a storage-less KB an upload of an id the vector DB holds but nothing found yet keeps its earlier chunks",
-    "first-save-while-storage-unlisted-loses-a-file-7450":
-        "a save while storage's listing is unknown ends a storage-empty mode before its files are found",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 # Violations of the random histories that open defects explain (regular expressions over the
 # violation's text -> the defect): tests/sim/test_sim.py lets them pass and fails on any other.

@@ -1,0 +1,147 @@
+"""A KB whose plugin storage names none of its files (a host whose storage writes all fail, or a KB
+created during a storage write outage) in the first hooks after a restart, before its files were
+found in the vector DB: whether an uploaded id is a re-upload is asked of the vector DB, a save
+that would end the storage-empty mode waits until storage was listed, and a delete does not let
+an unanswered upsert of the file land after it with nothing left to say the file was deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
+
+from lucidrag.state import lifecycle
+from lucidrag.state.metastate import MetaState
+from lucidrag.state.records import chunk_uuid
+from tests.conftest import FakePlugin, Harness
+from tests.test_late_writes import answer_lost_once
+from tests.test_state_runtime import long_text, restarted
+
+KB = "kb-storage-less"
+TEA = b"Oolong tea is partially oxidised. The Tieguanyin cultivar comes from Anxi in Fujian."
+SOLAR = b"The solar array on building C produces 42 kilowatts at noon in June."
+CREATE = {"embedding_model_uuid": "embed-model-1"}
+EARLIER = "component QX-7 inspected weeks team"  # words of long_text's chunks only
+
+
+async def found(harness: Harness, query: str, mode: str) -> list[str]:
+    result = await harness.retrieve(KB, query, settings={"search_mode": mode})
+    return sorted({str(e.metadata.get("file_id")) for e in result.results})
+
+
+async def a_storage_less_kb_with(host: FakePlugin, **files: bytes) -> None:
+    """A KB on a host whose plugin-storage writes all fail, holding these COMPLETED files."""
+    harness = Harness(host)
+    host.fail("set_plugin_storage")
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    for file_id, data in files.items():
+        assert (await harness.ingest(KB, f"{file_id}.txt", data, document_id=file_id)).status == DocumentStatus.COMPLETED
+
+
+def deletes_of(host: FakePlugin) -> list[list[str]]:
+    """The file ids of every vector delete from now on."""
+    real, sent = host.vector_delete, []
+
+    async def delete(*args: Any, **kwargs: Any) -> int:
+        sent.append(list(kwargs.get("file_ids") or []))
+        return await real(*args, **kwargs)
+
+    host.vector_delete = delete  # type: ignore[method-assign]
+    return sent
+
+
+async def test_a_re_upload_before_the_kbs_files_were_found_removes_the_earlier_version():
+    """Seed 6787 of tests/sim: taken for a new file, the re-upload's one chunk replaced the earlier
+    version's chunk 0 only, and its other chunks were answered. An id the vector DB does not hold
+    is a new file: nothing is deleted for it."""
+    host = FakePlugin.milvus()
+    await a_storage_less_kb_with(host, doc=long_text(40))
+    assert len(host.vectors_of(KB, "doc")) > 2
+
+    back = restarted(host)
+    back.host.fail("set_plugin_storage")
+    sent = deletes_of(back.host)
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert ["solar"] not in sent
+
+    again = restarted(host)
+    again.host.fail("set_plugin_storage")
+    reupload = await again.ingest(KB, "tea.txt", TEA, document_id="doc")
+    assert reupload.status == DocumentStatus.COMPLETED and reupload.chunks_created == 1
+    assert [i for i, (_, m) in host.collections[KB].items() if m["file_id"] == "doc"] == [chunk_uuid("doc", 0)]
+    for mode in ("vector", "keyword", "hybrid"):
+        assert "doc" not in await found(again, EARLIER, mode), mode
+
+
+async def test_a_failed_re_upload_before_the_kbs_files_were_found_leaves_no_earlier_version_answered():
+    """Seed 5809: the re-upload, taken for new, failed at its upsert (the vector DB refusing every
+    write of the file, its rollback's too); the earlier version, never removed, was answered after
+    the next restart although LangBot shows the file failed."""
+    host = FakePlugin.milvus()
+    await a_storage_less_kb_with(host, doc=TEA)
+    back = restarted(host)
+    back.host.fail("set_plugin_storage")
+    of_doc = {chunk_uuid("doc", i) for i in range(-3, 3)}  # its chunks, and a removal's probe or tombstone
+    back.host.fail("vector_upsert", when=lambda ids, **_: bool(of_doc & set(ids)))
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="doc")).status == DocumentStatus.FAILED
+    again = restarted(host)
+    again.host.fail("set_plugin_storage")
+    for mode in ("vector", "keyword", "hybrid"):
+        assert await found(again, "Tieguanyin oolong Anxi", mode) == [], mode
+
+
+async def test_a_first_save_while_storage_could_not_be_listed_waits_for_the_kbs_files_to_be_found():
+    """Seed 7450: a KB created while every storage write failed holds files named by storage's
+    emptiness alone; the next process could neither read the meta nor list storage at its load,
+    and its first upload saved the meta and a record before the vector DB was looked through:
+    after a restart storage was trusted and the earlier file was found by no search."""
+    host = FakePlugin.milvus()
+    await a_storage_less_kb_with(host, tea=TEA)
+    back = restarted(host)  # storage takes writes again, but cannot be listed until solar's vectors are written
+    back.host.fail("get_plugin_storage_keys", when=lambda **_: not host.vectors_of(KB, "solar"))
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    for _ in range(3):  # later hooks find the KB's files and save their records
+        await back.retrieve(KB, "anything")
+    again = restarted(host)
+    for mode in ("keyword", "vector", "hybrid"):  # (keyword first: no vector hit adopts tea)
+        assert "tea" in await found(again, "Tieguanyin oolong Anxi", mode), mode
+        assert "solar" in await found(again, "solar array kilowatts", mode), mode
+
+
+def test_a_listing_without_the_meta_that_could_not_be_read_no_longer_says_the_kb_may_be_empty():
+    """Seed 6766: the meta could not be read at the load (it was never stored: the KB was created
+    during a storage write outage) and the listing failed; a later listing showed no meta, yet the
+    commit of a good file on a healthy host was refused as if the stored meta might say "never had
+    a vector" (a restart would then neither adopt its journal entry nor look for files)."""
+    meta = MetaState()
+    meta.unreadable_at_open(None)
+    assert meta.may_say_empty
+    meta.listed(False)
+    assert not meta.may_say_empty
+
+
+async def test_a_delete_while_an_upsert_of_the_file_may_land_where_storage_takes_no_write_deletes_nothing(monkeypatch):
+    """Seed 6481 (with a re-upload's check of the vector DB): no journal entry can say the file was
+    deleted, so an unanswered upsert of it landing after the delete would bring it back, complete,
+    to the next process's look through the vector DB. The delete answers False with the file whole,
+    and succeeds once the upsert can no longer land."""
+    window = 0.3
+    monkeypatch.setattr(lifecycle, "PREVIOUS_PROCESS_LANDING_S", window)
+    host = FakePlugin()
+    harness = Harness(host)
+    host.fail("set_plugin_storage")
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    landings = answer_lost_once(host, "solar")
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    assert landings
+    assert await harness.component.delete_document(KB, "solar") is False
+    assert host.vectors_of(KB, "solar") and await found(harness, "solar array kilowatts", "vector") == ["solar"]
+    await landings[0]()  # LangBot finishes the upsert the plugin gave up on
+    await asyncio.sleep(window)  # and it can no longer land
+    assert await harness.component.delete_document(KB, "solar") is True
+    back = restarted(host)
+    back.host.fail("set_plugin_storage")
+    for mode in ("vector", "keyword", "hybrid"):
+        assert await found(back, "solar array kilowatts", mode) == [], mode

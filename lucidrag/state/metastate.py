@@ -16,6 +16,7 @@ collection (whether the vector DB holds the KB's collection):
 stored content (what the stored meta says):
     NOT_READ ──read──► SAYS_EMPTY | SAYS_NOT_EMPTY ◄──saved── any
     NOT_READ ──unreadable──► UNREADABLE ──read (a later hook)──► SAYS_…
+    UNREADABLE ──listed, not stored──► NOT_READ
 stored presence (whether storage holds the meta at all):
     UNKNOWN ──listed / read / saved──► PRESENT | ABSENT       ABSENT ──saved──► PRESENT
 write: CLEAN ──save failed──► DIRTY ──saved──► CLEAN

@@ -25,7 +25,9 @@ from lucidrag.state.records import (
     ChunkRecord,
     chunk_uuid,
     probe_vector_metadata,
+    sweep_note_metadata,
     tombstone_vector_id,
+    tombstone_vector_metadata,
 )
 from lucidrag.state.storage_keys import file_record_key, index_segment_key, journal_key, meta_key
 from lucidrag.state.store import JournalEntry, KbMeta, KbStore, list_keys
@@ -320,6 +322,26 @@ async def test_a_failed_removal_of_a_first_write_keeps_its_dimension_for_the_nex
     for _ in range(2):
         await back.retrieve(KB, "anything")  # upkeep: `reconcile`
     assert host.vectors_of(KB, "gone") == [], "the removal's probe stayed"
+
+
+async def test_a_dead_process_query_probe_entry_leaves_the_sweep_notes_beside_it_to_the_sweep():
+    """A dead process's query probe (its journal entry under PROBE_FILE_ID) on a KB whose
+    collection also holds a sweep note naming a failed file beside that file's tombstone: the
+    next process's `reconcile` deleted PROBE_FILE_ID's vectors by file id, the note with them, and
+    the failed file's tombstone was named by nothing. Now the sweep removes the noted file first."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    await harness.ingest(KB, "tea.txt", TEA, document_id="tea")
+    await harness.invoke(KbStore(host, KB).write_journal, JournalEntry(PROBE_FILE_ID, 0, DIM))
+    markers = [tombstone_vector_metadata("ghost"), sweep_note_metadata("ghost"), probe_vector_metadata(PROBE_FILE_ID)]
+    await harness.invoke(host.vector_upsert, KB, [[1.0] + [0.0] * (DIM - 1)] * 3, [m["uuid"] for m in markers],
+                         markers, [m["text"] for m in markers])
+    back = restarted(host)
+    for _ in range(3):
+        await back.retrieve(KB, "anything")
+    assert host.vectors_of(KB, "ghost") == [], "the failed file's tombstone stayed, its note deleted"
+    assert host.vectors_of(KB, PROBE_FILE_ID) == []
+    assert journal_key(KB, PROBE_FILE_ID) not in host.storage
 
 
 async def test_a_sweep_note_of_a_file_uploaded_again_since_goes_and_leaves_the_upload(host):

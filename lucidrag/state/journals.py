@@ -97,6 +97,12 @@ class JournalSettling(ProbeSweeps):
                 await self.delete_file(store, file_id, self.first_write_remover(  # JOURNALLED -> FAILED / DELETED
                     host, store, collection_id, file_id, entry.dim), failed=entry.chunks > 0)
                 continue
+            if file_id == PROBE_FILE_ID:  # a dead process's query probe: its vectors go with the
+                # sweep, after the files of any sweep notes beside it (a delete by its id would take
+                # the notes, and their files' vectors would be named by nothing)
+                self.sweep_later(self.previous_writes_until)
+                await self.delete_file(store, file_id, only=FileState.JOURNALLED)
+                continue
             # past Milvus' listing window the journalled count's chunk ids are read by id
             ids = [chunk_uuid(file_id, i) for i in range(entry.chunks)] if entry.chunks > LIST_WINDOW else []
             items = await with_retries(lambda f=file_id: file_vectors(host, collection_id, f, ids))

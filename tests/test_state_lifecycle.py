@@ -977,6 +977,23 @@ async def test_a_restart_keeps_the_measured_metric(harness: Harness, host):
     assert metric is not None and state_of(back).metric == metric
 
 
+async def test_marking_a_kb_whose_meta_could_not_be_read_keeps_the_stored_metric(harness: Harness, host):
+    """A process whose load could not read the meta marks the KB "has had vectors" (its records are
+    listed) and saves the meta at its next commit: that save wrote `metric: null` over the measured
+    metric, which the next process then had to measure again. Now a save that does not know the
+    metric reads the stored meta first (once it answers) and keeps its metric."""
+    await harness.ingest(KB, "solar.txt", SOLAR)
+    await harness.retrieve(KB, "solar")
+    metric = state_of(harness).metric
+    assert metric is not None and (await harness.invoke(KbStore(host, KB).load_meta)).metric == metric
+    back = restarted(host)
+    reads = iter(range(1_000))
+    back.host.fail("get_plugin_storage", when=lambda key, **_: key == meta_key(KB) and next(reads) == 0)
+    await back.ingest(KB, "tea.txt", TEA)  # the load's read of the meta fails; the commit saves it
+    assert state_of(back).meta.has_vectors is True and not state_of(back).meta.dirty
+    assert await harness.invoke(KbStore(host, KB).load_meta) == KbMeta(metric, True)
+
+
 async def test_an_upload_after_a_failed_storage_listing_learns_which_files_exist(harness: Harness, host):
     await harness.ingest(KB, "tea.txt", TEA)
     back = restarted(host)

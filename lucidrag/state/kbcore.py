@@ -575,11 +575,14 @@ class KbCore:
         return saved
 
     async def _save_meta(self, store: KbStore) -> None:
-        meta = self.meta.to_save()
         if not await self._name_unsaved_files(store):
             self.meta.saved(False)
             return
-        saved = await store.save_meta(meta)
+        if self.meta.metric_may_be_stored:  # the load could not read it: keep what it holds
+            stored = await store.load_meta()
+            if stored is not None:
+                self.meta.read(stored)
+        saved = await store.save_meta(self.meta.to_save())
         self._doubt_emptiness(saved)
         self.meta.saved(saved)
 

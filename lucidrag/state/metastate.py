@@ -99,6 +99,13 @@ class MetaState:
         """The stored meta says (or may say) "never had a vector"."""
         return self.content in (StoredContent.SAYS_EMPTY, StoredContent.UNREADABLE)
 
+    @property
+    def metric_may_be_stored(self) -> bool:
+        """Storage may hold a measured metric this process could not read: a save of `to_save()`
+        would write `metric: null` over it."""
+        return (self.metric is None and self.presence is not Presence.ABSENT
+                and self.content in (StoredContent.NOT_READ, StoredContent.UNREADABLE))
+
     def to_save(self) -> KbMeta:
         return KbMeta(self.metric, self.has_vectors)
 

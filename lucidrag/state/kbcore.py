@@ -579,12 +579,16 @@ class KbCore:
             self.meta.saved(False)
             return
         if self.meta.metric_may_be_stored:  # the load could not read it: keep what it holds
-            stored = await store.load_meta()
-            if stored is not None:
-                self.meta.read(stored)
+            await self._reread_meta(store)
         saved = await store.save_meta(self.meta.to_save())
         self._doubt_emptiness(saved)
         self.meta.saved(saved)
+
+    async def _reread_meta(self, store: KbStore) -> None:
+        """The meta could not be read at load: read it again (nothing changes if that fails)."""
+        meta = await store.load_meta()
+        if meta is not None:
+            self.meta.read(meta)
 
     def _being_written(self, part: str) -> bool:
         """Whether this process may be writing the value the part belongs to right now."""

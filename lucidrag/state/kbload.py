@@ -81,7 +81,7 @@ class KbLoad(FileReads):
                 if not self.loaded:
                     return
         if self.meta.unreadable and self.meta.mark is Mark.UNKNOWN:
-            await self._reread_meta(host)
+            await self._reread_meta(KbStore(host, self.kb_id))  # (one read per hook until it answers)
         if index_now and self.repair.mode is RepairMode.TO_LOOK and not self.fresh:
             # Not from an ingest: listing a collection that does not exist yet makes LangBot's
             # Milvus adapter create it with dimension 1536.
@@ -198,13 +198,6 @@ class KbLoad(FileReads):
         logger.info("kb=%s: keyword index snapshot %s: %d files / %d chunks; %d files to index%s", self.kb_id,
                     "loaded" if snapshot_index is not None else "absent", len(self.index.file_ids()),
                     len(self.index), len(self.to_index), ", files to find in the vector DB" if self.repair.finding_files else "")
-
-    async def _reread_meta(self, host: HostApi) -> None:
-        """The meta could not be read at load: try again (one read per hook until it answers)."""
-        meta = await KbStore(host, self.kb_id).load_meta()
-        if meta is None:
-            return
-        self.meta.read(meta)
 
     async def continue_indexing(self, host: HostApi, collection_id: str, deadline: float) -> None:
         """Index files the snapshot lacks (and find them in the vector DB if storage has nothing),

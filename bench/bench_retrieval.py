@@ -560,7 +560,6 @@ def _score_fusion(bench: Bench) -> Callable[[], None]:
     from lucidrag.retrieval import retrieve as r
     from lucidrag.retrieval.fusion import Fused
     undo_kw = _keyword_score_normalised(bench)
-    original = r.fuse
 
     def fuse(vector, keyword, vector_weight, k=60):
         def norm(cands):

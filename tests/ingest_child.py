@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import io
 import json
-import os
 import resource
 import subprocess
 import sys

@@ -25,7 +25,6 @@ from lucidrag.state.storage_keys import (
     failure_key,
     file_record_key,
     journal_key,
-    meta_key,
 )
 from tests import samples
 from tests.cjk_font import NO_CJK_FONT, cjk_font

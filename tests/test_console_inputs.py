@@ -12,7 +12,7 @@ import pytest
 
 from lucidrag.state.storage_keys import file_record_key
 from tests.conftest import Harness
-from tests.test_console import KB, SOLAR, ConsoleHost, api, create_kb, host, page  # noqa: F401 - fixtures
+from tests.test_console import KB, SOLAR, api, create_kb, host, page  # noqa: F401 - fixtures
 
 # What JSON (as Python's reader takes it: 1e400 is infinity, NaN is accepted) can put in a number
 BAD_NUMBERS: list[Any] = [json.loads("1e400"), json.loads("-1e400"), float("nan"), -1, 0, 10**40, -(10**40),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lucidrag.state.records import chunk_uuid, document_vector_id, file_vector_count
+from lucidrag.state.records import chunk_uuid, file_vector_count
 from lucidrag.vectors import vectorscan
 from lucidrag.vectors.vectorscan import FileDiscovery, file_vectors
 from tests.conftest import FakePlugin, Harness

@@ -56,10 +56,6 @@ class KnowledgeBaseDeleted(LucidRagError):
     """The knowledge base was deleted while a file was being ingested into it."""
 
 
-class HostUnavailable(LucidRagError):
-    """A transient host failure (timeout, connection) that outlived our retries."""
-
-
 class HostConnectionLost(LucidRagError):
     """The plugin's connection to LangBot dropped (LangBot restarted, the runtime disconnected)."""
 

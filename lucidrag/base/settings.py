@@ -247,14 +247,3 @@ def invalid_creation_message(first_error: str, problems: list[SettingProblem]) -
     return (f"This knowledge base was created with invalid settings: {first_error} Valid values: "
             f"{valid}. Creation settings cannot be changed after creation: create a new LucidRAG "
             "knowledge base with valid values and upload the files there.")
-
-
-def retrieval_problems(raw: Mapping[str, Any] | None) -> list[SettingProblem]:
-    """The retrieval setting parse_retrieval_settings refuses, if any (one at a time is enough:
-    these can be edited and saved again)."""
-    try:
-        parse_retrieval_settings(raw)
-        return []
-    except SettingsError as error:
-        name = str(error).split(" ", 1)[0]
-        return [SettingProblem(name, dict(raw or {}).get(name), "", str(error))]

@@ -42,9 +42,6 @@ class Document:
     def text(self) -> str:
         return "\n\n".join(s.text for s in self.sections if s.text)
 
-    def is_blank(self) -> bool:
-        return not any(s.text.strip() for s in self.sections)
-
 
 MAX_NAME = 120
 # Titles that office tools write on their own; they name nothing.

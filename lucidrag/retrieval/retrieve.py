@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lucidrag.base.errors import EmbeddingFailure, VectorStoreFailure
-from lucidrag.base.host import HostApi, describe
+from lucidrag.base.host import HostApi, describe, with_retries
 from lucidrag.base.settings import CreationSettings, RetrievalSettings
 from lucidrag.retrieval import fusion, relevance
 from lucidrag.retrieval.fusion import (
@@ -28,7 +28,7 @@ from lucidrag.retrieval.sources import with_source_line
 from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.records import ChunkRecord, FileRecord, is_chunk_vector, is_document_vector
 from lucidrag.state.store import KbStore
-from lucidrag.vectors.embedding import Embedder, with_retries
+from lucidrag.vectors.embedding import Embedder
 from lucidrag.vectors.scoring import (
     calibrate,
     clip01,

@@ -191,11 +191,6 @@ class TableWriter:
             cells.extend([""] * (self._width - end))
         self.lines.append(md_row(cells))
 
-    @property
-    def row_count(self) -> int:
-        """Data rows written (the header not counted)."""
-        return max(0, len(self.lines) - 2)
-
     def render(self) -> str:
         return "\n".join(self.lines)
 

@@ -192,7 +192,7 @@ def detect(data: bytes, filename: str, mime_type: str = "") -> tuple[str, str]:
     family, claimed_ext = claimed
     if sniffed is None or sniffed[0] == family:
         return claimed
-    s_family, s_ext = sniffed
+    s_family = sniffed[0]
     if family == "zip" or (s_family == "zip" and family in ("docx", "pptx", "spreadsheet")):
         # A .zip of an unpacked Office document is still an archive; a .docx that is a broken
         # (or foreign) zip gets the Word parser's "damaged" message.

@@ -465,6 +465,18 @@ def test_the_html_is_self_contained_and_translated():
     assert used <= keys["en_US"], used - keys["en_US"]
 
 
+def test_the_page_without_a_kb_names_the_button_langbot_shows_as_the_readmes_do():
+    """LangBot 4.11.2's sidebar creates a knowledge base with the + beside Knowledge (no "New")."""
+    html = (ROOT / "components/pages/console/console.html").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"\n    (en_US|zh_Hans): \{(.*?)\n    \}", html, re.S))
+    path = {"en_US": ("Knowledge → +", ROOT / "README.md"), "zh_Hans": ("知识库 → +", ROOT / "readme/README_zh_Hans.md")}
+    for lang, (where, readme) in path.items():
+        assert f"**{where}**" in readme.read_text(encoding="utf-8")
+        [no_kbs] = re.findall(r"noKbs: '([^']*)'", blocks[lang])
+        assert where in no_kbs, (lang, no_kbs)
+    assert "Knowledge → +" in re.search(r'data-i18n="noKbs">([^<]*)<', html).group(1)
+
+
 def test_every_advice_the_backend_gives_is_translated_on_the_page():
     from lucidrag import console
 

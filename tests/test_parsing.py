@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from pathlib import Path
 
 import pytest
 
@@ -299,6 +301,25 @@ def test_empty_and_whitespace():
 def test_unsupported_extension_lists_supported_types():
     with pytest.raises(UnsupportedFormatError, match=r"^Unsupported file type \.xyz\. Supported: \.pdf, \.docx"):
         parse_file(bytes(range(256)) * 4, KEY + ".xyz")
+
+
+def readme_extensions() -> list[str]:
+    """The extensions README.md's "Supported formats" table gives in its extensions column."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Supported formats", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in table.splitlines() if line.startswith("| ")]
+    return [ext for row in rows for ext in re.findall(r"`(\.[a-z0-9]+)`", row[2])]
+
+
+def test_every_extension_the_readme_names_is_read_and_named_when_a_type_is_refused():
+    extensions = readme_extensions()
+    assert ".docm" in extensions and ".tiff" in extensions  # the table was found
+    with pytest.raises(UnsupportedFormatError) as refused:
+        parse_file(bytes(range(256)) * 4, KEY + ".xyz")
+    named = re.findall(r"\.[a-z0-9]+", str(refused.value).split("Supported: ", 1)[1])
+    assert [ext for ext in extensions if ext not in named] == []
+    assert [ext for ext in extensions if ext not in SUPPORTED_EXTENSIONS] == []
+    assert [ext for ext in extensions if detect(b"", KEY + ext)[0] in ("unknown", "legacy_doc", "legacy_ppt")] == []
 
 
 def test_unknown_extension_with_text_content_is_text():

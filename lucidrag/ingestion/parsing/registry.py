@@ -86,11 +86,13 @@ _MIME_TYPES: dict[str, tuple[str, str]] = {
     "application/x-zip-compressed": ("zip", ".zip"),
 }
 
-SUPPORTED_EXTENSIONS: tuple[str, ...] = (
-    ".pdf", ".docx", ".pptx", ".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv", ".tsv", ".html",
-    ".htm", ".md", ".markdown", ".json", ".jsonl", ".txt", ".text", ".log", ".zip",
+# What a refused upload is told it may upload instead (README.md → "Supported formats" names the same).
+NAMED_EXTENSIONS: tuple[str, ...] = (
+    ".pdf", ".docx", ".docm", ".pptx", ".ppsx", ".xlsx", ".xlsm", ".xls", ".xlsb", ".ods", ".csv", ".tsv",
+    ".html", ".htm", ".md", ".markdown", ".json", ".jsonl", ".txt", ".text", ".log", ".zip",
     ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff",
-) + TEXT_EXTENSIONS
+)
+SUPPORTED_EXTENSIONS: tuple[str, ...] = NAMED_EXTENSIONS + TEXT_EXTENSIONS
 
 _DEFAULT_EXT = {"pdf": ".pdf", "docx": ".docx", "pptx": ".pptx", "spreadsheet": ".xlsx",
                 "delimited": ".csv", "html": ".html", "markdown": ".md", "json": ".json",
@@ -212,7 +214,7 @@ def detect(data: bytes, filename: str, mime_type: str = "") -> tuple[str, str]:
 
 
 def _supported_list() -> str:
-    return ", ".join(SUPPORTED_EXTENSIONS[:28]) + " and other plain-text files"
+    return ", ".join(NAMED_EXTENSIONS) + " and other plain-text files"
 
 
 def _unsupported(family: str, ext: str) -> UnsupportedFormatError:

@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
@@ -68,6 +68,13 @@ QUERY_LOAD_WAIT_S = 1.0
 KEYWORD_WAIT_S = 10.0
 
 
+class _ClosedWithItsKb(Protocol):
+    closed: bool  # its KB was deleted: nothing more is written
+
+
+Closable = TypeVar("Closable", bound=_ClosedWithItsKb)
+
+
 @dataclass
 class Installation:
     cache: VectorCache = field(default_factory=VectorCache)
@@ -86,27 +93,28 @@ class Installation:
     probe_stats: dict[str, ProbeStats] = field(default_factory=dict)  # the relevance cut's, per KB
     probe_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # the probes embedded, per model
 
-    def query_log(self, kb_id: str) -> QueryLog:
-        log = self.query_logs.get(kb_id)
-        if log is None:
-            log = QueryLog(kb_id)
+    def _kb_owned(self, table: dict[str, Closable], kb_id: str, make: Callable[[], Closable]) -> Closable:
+        """`table`'s entry for the KB, made if missing. One made for a KB deleted in this process (a
+        question answered, an upload committed while it was deleted) is closed and not kept."""
+        item = table.get(kb_id)
+        if item is None:
+            item = make()
             if kb_id in self.deleted_kbs:
-                log.closed = True  # a question answered while its KB was deleted
+                item.closed = True
             else:
-                self.query_logs[kb_id] = log
-        return log
+                table[kb_id] = item
+        return item
+
+    def query_log(self, kb_id: str) -> QueryLog:
+        return self._kb_owned(self.query_logs, kb_id, lambda: QueryLog(kb_id))
 
     def kb_probe_stats(self, kb_id: str) -> ProbeStats:
-        stats = self.probe_stats.get(kb_id)
-        if stats is None:
+        def make() -> ProbeStats:
             stats = ProbeStats(kb_id)
             # the process's storage listing shows whether there is anything to read
             stats.read = self.snapshot is not None and probe_stats_key(kb_id) not in self.snapshot.keys
-            if kb_id in self.deleted_kbs:
-                stats.closed = True  # an upload committed while its KB was deleted
-            else:
-                self.probe_stats[kb_id] = stats
-        return stats
+            return stats
+        return self._kb_owned(self.probe_stats, kb_id, make)
 
     def kb(self, kb_id: str) -> KnowledgeBaseState:
         state = self.kbs.get(kb_id)

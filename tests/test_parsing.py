@@ -183,6 +183,14 @@ def test_damaged_docx():
         parse_file(samples.zip_bytes({"a.txt": b"hello"}), KEY + ".docx")
 
 
+def test_damaged_pptx():
+    data = samples.pptx_bytes()
+    with pytest.raises(ParseError, match=r"PowerPoint file is damaged.*\(not a valid \.pptx package\).*save it as \.pptx again"):
+        parse_file(data[: len(data) // 2], KEY + ".pptx")
+    with pytest.raises(ParseError, match=r"PowerPoint file is damaged.*\(missing part "):
+        parse_file(samples.zip_bytes({"a.txt": b"hello"}), KEY + ".pptx")
+
+
 def test_pptx_slides_tables_notes():
     document = parse_file(samples.pptx_bytes(), KEY + ".pptx")
     assert document.format == "pptx"

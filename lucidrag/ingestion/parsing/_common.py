@@ -4,8 +4,11 @@ Markdown table rendering."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
+from lucidrag.base.errors import ParseError
 from lucidrag.base.limits import MAX_HEADING_CHARS, PAD_COLUMNS
 from lucidrag.ingestion.document import Section
 
@@ -30,6 +33,20 @@ _CJK_SOFT_PUNCT = "，、；：（《“‘「『【〔"
 def is_cjk(ch: str) -> bool:
     """A CJK character (or a CJK comma-like mark): line breaks between two of them are dropped."""
     return bool(_CJK_CHAR.match(ch)) or ch in _CJK_SOFT_PUNCT
+
+
+@contextmanager
+def opening_package(damaged: Callable[[str], ParseError], not_a_package: type[Exception], ext: str) -> Iterator[None]:
+    """What python-docx / python-pptx raise while opening a broken file, as the format's
+    `damaged` message (`not_a_package`: the library's PackageNotFoundError)."""
+    try:
+        yield
+    except (not_a_package, zipfile.BadZipFile) as exc:
+        raise damaged(f"not a valid {ext} package") from exc
+    except KeyError as exc:
+        raise damaged(f"missing part {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - lxml / opc errors of every kind
+        raise damaged(type(exc).__name__) from exc
 
 
 # The text of a picture placeholder section (Section.picture) until ingest replaces or drops it.

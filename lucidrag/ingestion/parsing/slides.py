@@ -5,12 +5,11 @@ slide, marked as picture text."""
 from __future__ import annotations
 
 import io
-import zipfile
 
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document, Section
 
-from ._common import PICTURE_PLACEHOLDER, TableWriter, clean_inline, clean_text
+from ._common import PICTURE_PLACEHOLDER, TableWriter, clean_inline, clean_text, opening_package
 from .ocr import OcrTally, picture_text, read_picture
 
 
@@ -71,18 +70,12 @@ def parse_pptx(data: bytes, ext: str = ".pptx") -> Document:
     from pptx.package import Package
     from pptx.parts.presentation import PresentationPart
 
-    try:
+    with opening_package(_damaged, PackageNotFoundError, ".pptx"):
         # Package.open rather than Presentation(): the latter refuses templates (.potx/.ppsx).
         part = Package.open(io.BytesIO(data)).main_document_part
         if not isinstance(part, PresentationPart):
             raise ValueError(f"main part is {part.content_type}")
         presentation = part.presentation
-    except (PackageNotFoundError, zipfile.BadZipFile) as exc:
-        raise _damaged("not a valid .pptx package") from exc
-    except KeyError as exc:
-        raise _damaged(f"missing part {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - lxml / opc errors of every kind
-        raise _damaged(type(exc).__name__) from exc
 
     sections: list[Section] = []
     tally = OcrTally()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 
 from lucidrag.base.errors import ParseError
 from lucidrag.ingestion.document import Document
 
-from ._common import SectionBuilder, TableWriter, clean_inline
+from ._common import SectionBuilder, TableWriter, clean_inline, opening_package
 from .ocr import OcrTally, PictureRead, picture_text, read_picture
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -189,14 +188,8 @@ def _open(data: bytes):
 def parse_docx(data: bytes, ext: str = ".docx") -> Document:
     from docx.opc.exceptions import PackageNotFoundError
 
-    try:
+    with opening_package(_damaged, PackageNotFoundError, ".docx"):
         document = _open(data)
-    except (PackageNotFoundError, zipfile.BadZipFile) as exc:
-        raise _damaged("not a valid .docx package") from exc
-    except KeyError as exc:
-        raise _damaged(f"missing part {exc}") from exc
-    except Exception as exc:  # noqa: BLE001 - lxml / opc errors of every kind
-        raise _damaged(type(exc).__name__) from exc
 
     styles = _Styles(document)
     builder = SectionBuilder()

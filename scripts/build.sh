@@ -11,8 +11,12 @@ LBP="${LBP:-$ROOT/.venv/bin/lbp}"
 STAGE="$(mktemp -d)"
 trap 'rm -rf "$STAGE"' EXIT
 cd "$ROOT"
-git ls-files -z -- manifest.yaml main.py requirements.txt assets components lucidrag README.md readme LICENSE \
-  | xargs -0 -I{} cp --parents {} "$STAGE/"
+SHIPPED=(manifest.yaml main.py requirements.txt assets components lucidrag README.md readme)
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z -- "${SHIPPED[@]}" | xargs -0 -I{} cp --parents {} "$STAGE/"
+else  # a source archive without .git ("Download ZIP"): the same paths; .gitignore drops caches
+  cp -R --parents "${SHIPPED[@]}" "$STAGE/"
+fi
 cp .gitignore "$STAGE/.gitignore"
 printf 'tests/\nbench/\nscripts/\ndocs/\n.ci/\n' >> "$STAGE/.gitignore"
 mkdir -p "$ROOT/dist"

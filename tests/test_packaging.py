@@ -66,6 +66,30 @@ def test_built_package_ships_the_plugin_but_not_tests_or_benchmarks(tmp_path):
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/", "docs/"))]
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is needed to list the shipped files")
+def test_a_source_archive_without_git_builds_the_same_package(tmp_path):
+    """GitHub's "Download ZIP" has no .git: scripts/build.sh packs the same files from it."""
+    lbp = Path(sys.executable).with_name("lbp")
+    if not lbp.exists():
+        pytest.skip("lbp (langbot-plugin CLI) is not installed next to this python")
+    env = {"LBP": str(lbp), "PATH": "/usr/bin:/bin"}
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout.decode()
+    archive = tmp_path / "lucidrag-main"
+    for name in filter(None, tracked.split("\0")):
+        if (ROOT / name).is_file():
+            (archive / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, archive / name)
+    (archive / "lucidrag/__pycache__").mkdir()
+    (archive / "lucidrag/__pycache__/engine.cpython-311.pyc").write_bytes(b"stale")
+    built = {}
+    for tree in (ROOT, archive):
+        subprocess.run(["bash", str(tree / "scripts/build.sh")], check=True, capture_output=True, env=env)
+        package = max((tree / "dist").glob("*.lbpkg"), key=lambda p: p.stat().st_mtime)
+        built[tree] = sorted(zipfile.ZipFile(package).namelist())
+    assert "lucidrag/engine.py" in built[archive]
+    assert built[archive] == built[ROOT]
+
+
 def test_the_changelog_names_the_version_the_manifest_ships():
     versions = re.findall(r"^## (\d+\.\d+\.\d+)\b", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.MULTILINE)
     shipped = load("manifest.yaml")["metadata"]["version"]

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,12 @@ import yaml
 from lucidrag.base.errors import SettingsError
 from lucidrag.base.settings import (
     CREATION_DEFAULTS,
+    MAX_CHUNK_SIZE,
+    MAX_CONTEXT_WINDOW,
+    MAX_QUERY_LOG_SIZE,
+    MAX_TOP_K,
+    MIN_CHUNK_SIZE,
+    MIN_QUERY_LOG_SIZE,
     RETRIEVAL_DEFAULTS,
     parse_creation_settings,
     parse_retrieval_settings,
@@ -72,6 +79,32 @@ def test_component_yaml_declares_the_same_defaults_as_the_settings_type():
         for key in ("label", "description"):
             if key in field:
                 assert {"en_US", "zh_Hans", "zh_Hant", "ja_JP"} <= set(field[key]), (field["name"], key)
+
+
+def test_the_readme_explains_every_setting_with_its_default_and_range():
+    """README.md → "Settings" has a row for each field of the component's forms, with its default,
+    and states the ranges the settings type enforces (the Chinese README: test_readme_parity)."""
+    spec = yaml.safe_load(COMPONENT_YAML.read_text(encoding="utf-8"))["spec"]
+    readme = (COMPONENT_YAML.parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = {m.group(1): (m.group(2).strip(), m.group(3)) for m in
+            re.finditer(r"^\| `(\w+)` \|([^|]*)\|(.*)\|$", readme.split("## Settings", 1)[1].split("\n## ", 1)[0], re.M)}
+    fields = [*spec["creation_schema"], *spec["retrieval_schema"]]
+    assert sorted(rows) == sorted(f["name"] for f in fields)
+    for field in fields:
+        default, meaning = rows[field["name"]]
+        if field.get("required"):
+            assert "required" in default, field["name"]
+        elif field["default"] in ("", None):
+            assert default.startswith(("—", "none")), (field["name"], default)
+        elif field["default"] is True:
+            assert default == "on", field["name"]
+        else:
+            value = field["default"]
+            assert default.startswith(f"`{value:g}`" if isinstance(value, float) else f"`{value}`"), (field["name"], default)
+    for name, low, high in (("chunk_size", MIN_CHUNK_SIZE, MAX_CHUNK_SIZE), ("top_k", 1, MAX_TOP_K),
+                            ("context_window", 0, MAX_CONTEXT_WINDOW),
+                            ("query_log_size", MIN_QUERY_LOG_SIZE, MAX_QUERY_LOG_SIZE)):
+        assert f"{low:,}–{high:,}" in rows[name][1], name
 
 
 @pytest.mark.parametrize("value, expected", [(True, True), (False, False), ("false", False), ("on", True), (0, False)])

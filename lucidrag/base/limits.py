@@ -2,7 +2,8 @@
 
 A file past a hard limit FAILS with a message that names the limit and says what to do; the
 guards (long lines, wide tables, long headings and JSON paths) keep work and memory linear in
-the file instead. README.md → "Limits" lists them for operators; keep the two in step.
+the file instead. README.md → "Limits" lists them for operators (tests/test_readme_limits.py checks
+the numbers).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The numbers README.md gives an operator under "Limits" (and the vision model's, under "Settings")
-are the code's: change a limit and this fails until the README says the new one (the Chinese
-README follows through test_readme_parity)."""
+"""The numbers README.md gives an operator under "Limits" (the vision model's under "Settings", the
+question log's under "Questions asked") are the code's: change a limit and this fails until the README
+says the new one (the Chinese README follows through test_readme_parity)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from lucidrag.agent.params import MAX_AROUND, MAX_TOP_K
 from lucidrag.base import limits as L
 from lucidrag.base import workers
 from lucidrag.base.budget import HOOK_TIMEOUT_S
+from lucidrag.base.bookkeeping import LOG_EVERY_S
 from lucidrag.engine import KEYWORD_WAIT_S, QUERY_LOAD_WAIT_S
-from lucidrag.state import recordcache
+from lucidrag.state import querylog, recordcache
+from lucidrag.state.store import PART_SIZE
 from lucidrag.vectors import embedding
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 LIMITS = README.split("\n## Limits", 1)[1].split("\n## ", 1)[0]
 SETTINGS = README.split("\n## Settings", 1)[1].split("\n## ", 1)[0]
+QUESTIONS = README.split("\n**Questions asked.**", 1)[1].split("\n### ", 1)[0]
 MIB = 1 << 20
 
 STATED_IN_LIMITS = [
@@ -66,6 +69,21 @@ STATED_IN_SETTINGS = [
     f"at most {L.MAX_VISION_PICTURES} per file, {L.VISION_CALL_S:g} s per call, {L.VISION_FILE_S:g} s per file",
     f"at most {L.VISION_MAX_SIDE:,} pixels on its longer side; pictures under {L.VISION_MIN_SIDE} pixels on a side",
 ]
+
+
+STATED_IN_QUESTIONS = [
+    f"at most every {LOG_EVERY_S / 60:g}\nminutes",
+    f"its text (up to {querylog.QUESTION_CHARS} characters)",
+    f"a {len(querylog.question_digest('kb', 'q'))}-character hash",
+    f"up to {querylog.TOP_FILES} returned files",
+    f"values of ≤ {PART_SIZE >> 10} KiB",
+    f"the questions of the last ~{querylog.FLUSH_EVERY_S:g} s",
+]
+
+
+@pytest.mark.parametrize("stated", STATED_IN_QUESTIONS)
+def test_the_readme_says_what_the_question_log_keeps_as_the_code_does(stated):
+    assert stated in QUESTIONS
 
 
 @pytest.mark.parametrize("stated", STATED_IN_LIMITS)

@@ -218,6 +218,7 @@ class Console:
             "kb_id": ref.kb_id,
             "name": ref.name or ref.kb_id,
             "files": files,
+            "files_listed": len(listed),
             "files_not_listed": max(0, len(known) - len(listed)),
             "health": _health(state, interrupted, len(failures)),
             "settings": _settings_view(settings, self.creation_schema),

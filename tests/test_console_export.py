@@ -107,3 +107,22 @@ async def test_a_frame_that_allows_downloads_also_gets_the_download_link(harness
         await link.wait_for()
         assert (await link.get_attribute("download")).startswith("lucidrag-questions-")
         assert await frame.locator('[data-testid="copy-export"]').is_visible()  # never the only path
+
+
+@needs_chromium
+async def test_a_kb_with_more_files_than_the_list_holds_says_how_many_are_not_listed(harness: Harness, host, page,
+                                                                                   monkeypatch):
+    monkeypatch.setattr("lucidrag.console.MAX_LISTED_FILES", 1)  # a KB of 2 files as one of 501
+    await kb_with_two_files(harness, host)
+    async with console_in_langbot_frame(page) as (_, frame):
+        await frame.locator('[data-testid="file-row"]').first.wait_for()
+        assert await frame.locator('[data-testid="file-row"]').count() == 1
+        note = frame.locator('[data-testid="files-not-listed"]')
+        assert await note.is_visible()
+        assert await note.inner_text() == ("Only the first 1 files are listed; 1 more are not (nor found by the "
+                                           "filter). They are in the knowledge base and answer questions as usual.")
+
+
+def test_the_files_not_listed_note_is_on_the_page_in_both_languages():
+    assert "{n}" in text("en_US", "filesNotListed") and "{m}" in text("en_US", "filesNotListed")
+    assert "{n}" in text("zh_Hans", "filesNotListed") and "{m}" in text("zh_Hans", "filesNotListed")

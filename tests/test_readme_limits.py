@@ -16,6 +16,7 @@ from lucidrag.base import limits as L
 from lucidrag.base import workers
 from lucidrag.base.budget import HOOK_TIMEOUT_S
 from lucidrag.base.bookkeeping import LOG_EVERY_S
+from lucidrag.console import MAX_LISTED_FILES
 from lucidrag.engine import KEYWORD_WAIT_S, QUERY_LOAD_WAIT_S
 from lucidrag.state import querylog, recordcache
 from lucidrag.state.store import PART_SIZE
@@ -24,6 +25,7 @@ from lucidrag.vectors import embedding
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 LIMITS = README.split("\n## Limits", 1)[1].split("\n## ", 1)[0]
 SETTINGS = README.split("\n## Settings", 1)[1].split("\n## ", 1)[0]
+CONSOLE = README.split("\n### Why did a file fail? The LucidRAG console", 1)[1].split("\n**Questions asked.**", 1)[0]
 QUESTIONS = README.split("\n**Questions asked.**", 1)[1].split("\n### ", 1)[0]
 MIB = 1 << 20
 
@@ -79,6 +81,10 @@ STATED_IN_QUESTIONS = [
     f"values of ≤ {PART_SIZE >> 10} KiB",
     f"the questions of the last ~{querylog.FLUSH_EVERY_S:g} s",
 ]
+
+
+def test_the_readme_says_how_many_files_the_console_lists():
+    assert f"the first {MAX_LISTED_FILES} files of a knowledge base" in CONSOLE
 
 
 @pytest.mark.parametrize("stated", STATED_IN_QUESTIONS)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from components.knowledge_engine.lucid_rag import INGEST_TIMEOUT_S
-from lucidrag.agent.kbtools import NAME_SCAN_FILES
+from lucidrag.agent.kbtools import MAX_NAMED_FILES, NAME_SCAN_FILES
 from lucidrag.agent.output import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
-from lucidrag.agent.params import MAX_AROUND, MAX_TOP_K
+from lucidrag.agent.params import DEFAULT_LIST_LIMIT, MAX_AROUND, MAX_LIST_LIMIT, MAX_QUERY_CHARS, MAX_TOP_K
 from lucidrag.base import limits as L
 from lucidrag.base import workers
 from lucidrag.base.budget import HOOK_TIMEOUT_S
@@ -36,7 +36,10 @@ STATED_IN_LIMITS = [
     f"a hybrid query waits up to {QUERY_LOAD_WAIT_S:g} s",
     f"a keyword-only query waits up to {KEYWORD_WAIT_S:g} s",
     f"at most {MAX_TOP_K} passages, {MAX_PASSAGE_CHARS:,} characters each and {MAX_ANSWER_CHARS:,} in all",
-    f"at most {MAX_AROUND} passages either side",
+    f"at most {MAX_AROUND} passages either\n  side",
+    f"a query is cut to {MAX_QUERY_CHARS:,} characters",
+    f"at most {MAX_NAMED_FILES} files match it",
+    f"the file list gives {DEFAULT_LIST_LIMIT} files (up to {MAX_LIST_LIMIT} when the\n  model asks)",
     f"among the first {NAME_SCAN_FILES} files",
     f"**{L.PARSE_WORKER_MEMORY_MIB >> 10} GiB of address space**",
     f"small files (≤ {workers.QUICK_MAX_BYTES // MIB} MiB) when both are busy, {workers.QUICK_CAP_S:g} s at a time",

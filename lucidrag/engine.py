@@ -169,7 +169,7 @@ class Engine:
         plugin storage as soon as it takes the mark (upkeep retries it)."""
         inst = self.installation(installation_id)
         state = inst.kb(kb_id)
-        state.meta.created()
+        state.created()
         with hook_budget("create"):
             # (a listing made before would say the meta is absent)
             state.meta.stored_at_creation(await KbStore(host, kb_id).save_meta(KbMeta(None, False)))

@@ -12,9 +12,10 @@ from typing import Any
 
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
+import lucidrag.engine
 from lucidrag.state import lifecycle
 from lucidrag.state.metastate import MetaState
-from lucidrag.state.records import chunk_uuid
+from lucidrag.state.records import PROBE_FILE_ID, chunk_uuid, tombstone_vector_id
 from tests.conftest import FakePlugin, Harness
 from tests.test_late_writes import answer_lost_once
 from tests.test_state_runtime import long_text, restarted
@@ -145,3 +146,101 @@ async def test_a_delete_while_an_upsert_of_the_file_may_land_where_storage_takes
     back.host.fail("set_plugin_storage")
     for mode in ("vector", "keyword", "hybrid"):
         assert await found(back, "solar array kilowatts", mode) == [], mode
+
+
+async def a_failed_upload_tombstoned_by_a_dead_process(host: FakePlugin, file_id: str) -> None:
+    """A KB with a COMPLETED file; then a process whose plugin storage could not be listed and
+    refused every write fails an upload of `file_id` (a new id), and as the vector DB refused the
+    removal of a possible earlier version, writes its tombstone and a sweep note; it dies."""
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    assert (await harness.ingest(KB, "tea.txt", TEA, document_id="tea")).status == DocumentStatus.COMPLETED
+    dying = restarted(host)
+    for method in ("get_plugin_storage_keys", "set_plugin_storage", "delete_plugin_storage", "vector_delete"):
+        dying.host.fail(method)
+    assert (await dying.ingest(KB, "solar.txt", SOLAR, document_id=file_id)).status == DocumentStatus.FAILED
+    assert tombstone_vector_id(file_id) in host.collections[KB]
+    assert any(f"file {file_id} " in m["text"] for m in host.vectors_of(KB, PROBE_FILE_ID)), "its sweep note"
+
+
+async def test_an_upload_of_an_id_a_dead_process_tombstoned_removes_the_tombstone_first():
+    """Seed 7150 (kept at 7124): the next process's upload of the id, taken for new (storage names
+    nothing of it), COMPLETED beside the dead process's tombstone, and a later process took the
+    file for failed and removed it. The sweep note beside the tombstone names the id: the upload
+    replaces it, tombstone and all."""
+    host = FakePlugin.milvus()
+    await a_failed_upload_tombstoned_by_a_dead_process(host, "doc")
+    back = restarted(host)
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="doc")).status == DocumentStatus.COMPLETED
+    again = restarted(host)
+    for mode in ("vector", "keyword", "hybrid"):
+        assert "doc" in await found(again, "solar array kilowatts", mode), mode
+    assert "tea" in await found(again, "Tieguanyin oolong Anxi", "keyword")
+    assert tombstone_vector_id("doc") not in host.collections[KB]
+
+
+async def test_uploads_list_the_sweep_notes_once_per_process_and_not_on_a_kb_created_by_it(monkeypatch):
+    """What looking for a dead process's tombstones costs a healthy KB: one listing of
+    lucidrag-probe at the first upload of a new id after a restart (while the previous process's
+    calls may land: another once they cannot, unless a query's look came first), none at the next
+    ones, none on a KB this process created."""
+    host = FakePlugin.milvus()
+    harness = Harness(host)
+    probe_lists = listings_of(harness.host, PROBE_FILE_ID)
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    for n in range(3):
+        await harness.ingest(KB, f"{n}.txt", SOLAR, document_id=f"doc-{n}")
+    assert probe_lists == []
+    monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", 120.0)
+    back = restarted(host)
+    probe_lists = listings_of(back.host, PROBE_FILE_ID)
+    for n in range(3, 6):
+        assert (await back.ingest(KB, f"{n}.txt", TEA, document_id=f"doc-{n}")).status == DocumentStatus.COMPLETED
+    assert len(probe_lists) == 1 and back.host.calls["vector_delete"] == 0
+
+
+def listings_of(host: FakePlugin, file_id: str) -> list[dict[str, Any]]:
+    """The vector listings by this file id from now on."""
+    real, sent = host.vector_list, []
+
+    async def listing(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        if (kwargs.get("filters") or {}).get("file_id") == file_id:
+            sent.append(kwargs)
+        return await real(*args, **kwargs)
+
+    host.vector_list = listing  # type: ignore[method-assign]
+    return sent
+
+
+async def test_an_upload_on_a_storage_less_kb_asks_the_vector_db_once_a_dead_process_tombstone_has_landed(
+        monkeypatch):
+    """Seed 7150 where storage names none of the KB's files: the dead process's tombstone of the
+    id lands after the restart (LangBot never cancels a dead plugin's calls). Asked at once, the
+    vector DB said the id was new, and the tombstone landed beside the COMPLETED upload. The
+    upload asks once no call of the dead process can land any more."""
+    host = FakePlugin.milvus()
+    await a_storage_less_kb_with(host, tea=TEA)
+    dying = restarted(host)
+    for method in ("set_plugin_storage", "vector_list", "vector_delete"):
+        dying.host.fail(method)
+    assert (await dying.ingest(KB, "solar.txt", SOLAR, document_id="doc")).status == DocumentStatus.FAILED
+    collection = host.collections[KB]
+    in_flight = {i: collection.pop(i) for i in list(collection) if collection[i][1]["file_id"] in ("doc", PROBE_FILE_ID)}
+    assert tombstone_vector_id("doc") in in_flight, "its tombstone, still to be done by LangBot"
+
+    window = 0.5
+    monkeypatch.setattr(lucidrag.engine, "PREVIOUS_PROCESS_LANDING_S", window)
+    back = restarted(host)
+    back.host.fail("set_plugin_storage")
+    # LangBot does the dead process's upsert within the window, wherever the new upload is then
+    landed: list[bool] = []
+    landing = asyncio.get_running_loop().call_at(
+        back.host.engine.started + window / 2, lambda: landed.append(True) or collection.update(in_flight))
+    assert (await back.ingest(KB, "solar.txt", SOLAR, document_id="doc")).status == DocumentStatus.COMPLETED
+    if not landed:  # (the upload was done first: the upsert lands now)
+        landing.cancel()
+        collection.update(in_flight)
+    again = restarted(host)
+    again.host.fail("set_plugin_storage")
+    for mode in ("vector", "keyword", "hybrid"):
+        assert "doc" in await found(again, "solar array kilowatts", mode), mode

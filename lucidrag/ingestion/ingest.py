@@ -122,7 +122,7 @@ async def ingest_file(host: HostApi, state: KnowledgeBaseState, embedder: Embedd
             dim = int(vectors.shape[1])
             # Replace an earlier version of this document (re-ingest; Milvus inserts, it does not
             # upsert), then write the new vectors.
-            replaces = await _replaces_earlier_version(host, state, store, request, dim)
+            replaces = await _replaces_earlier_version(host, state, store, request, dim, deadlines)
             async with state.writes.write():
                 begun = True
                 if not await state.begin_ingest(store, request.document_id, len(record.chunks), dim):
@@ -465,19 +465,22 @@ async def _calibrate(host: HostApi, state: KnowledgeBaseState, store: KbStore, r
 
 
 async def _replaces_earlier_version(host: HostApi, state: KnowledgeBaseState, store: KbStore,
-                                   request: IngestRequest, dim: int) -> bool:
+                                   request: IngestRequest, dim: int, deadlines: IngestDeadlines) -> bool:
     """Whether the document id may have vectors of an earlier upload, which go before the new ones.
     Not in a collection that may not exist (a delete would make Milvus create it with dimension
     1536): a KB that never had a vector has no earlier version, and one unknown is probed first.
     While plugin storage names none of the KB's files and they are still to be found in the
     vector DB (`files_unseen`), an id unknown here is asked of the vector DB (one listing): taken
     for new, a re-upload left its earlier version's chunks beyond its own answered (seed 6787), or,
-    failing, the earlier version it never removed (seed 5809). Where an earlier version may be
-    there and the vector DB could not be asked, the upload fails: with the vector DB's error, or
+    failing, the earlier version it never removed (seed 5809); it is asked once no call of the
+    previous process can land any more (a tombstone of its failed upload of the id landing after
+    the question stayed beside this upload: seed 7150). An id storage does not name may still have
+    a dead process's tombstone (`_noted_by_a_dead_process`). Where an earlier version may be there
+    and the vector DB could not be asked, the upload fails: with the vector DB's error, or
     PluginStorageFailure where storage could not name the probe."""
     file_id = request.document_id
     if not await state.is_stored(store, file_id):
-        return False
+        return await _noted_by_a_dead_process(host, state, request, deadlines)
     try:
         async with state.writes.write():
             opened = await state.open_collection(host, request.collection_id, dim, strict=True)
@@ -492,6 +495,8 @@ async def _replaces_earlier_version(host: HostApi, state: KnowledgeBaseState, st
             "LangBot's plugin storage failed before the file was stored, so LucidRAG could not "
             "keep track of it. Nothing was kept; upload the file again."
         )
+    if state.only_the_vector_db_knows(file_id):
+        await _after_previous_process(state, request, deadlines)
     if not state.only_the_vector_db_knows(file_id):
         return await state.is_stored(store, file_id)  # (the KB's files may have been found meanwhile)
     try:
@@ -499,8 +504,37 @@ async def _replaces_earlier_version(host: HostApi, state: KnowledgeBaseState, st
     except LucidRagError:
         raise
     except Exception as error:  # noqa: BLE001
-        raise VectorStoreFailure(f"The vector database did not say whether it holds an earlier version of this "
-                                 f"file ({describe(error)}). Nothing was kept; upload the file again.") from error
+        raise _unasked(error) from error
+
+
+async def _noted_by_a_dead_process(host: HostApi, state: KnowledgeBaseState, request: IngestRequest,
+                                   deadlines: IngestDeadlines) -> bool:
+    """Whether a sweep note of a dead process names this id, which plugin storage does not: that
+    process's upload of it failed where storage refused to note it, and its tombstone
+    (`write_tombstone`, sent with the note), taken for the new upload's, would make a later
+    process remove the COMPLETED file (seed 7150). Then the id is replaced (its vectors, the
+    tombstone among them, go before the new ones). One listing of PROBE_FILE_ID per process on a
+    KB that had vectors before it (`may_hold_dead_notes`), and one more once the previous
+    process's calls can no longer land if the first came earlier; where the first shows notes of
+    a dead process whose calls may still land, the upload waits until they cannot
+    (`_after_previous_process`) and lists again."""
+    if not state.may_hold_dead_notes():
+        return False
+    try:
+        await state.look_for_dead_notes(host, request.collection_id)
+        if state.dead_notes_may_still_land():
+            await _after_previous_process(state, request, deadlines)
+            await state.look_for_dead_notes(host, request.collection_id)
+    except (LucidRagError, GateClosed):
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise _unasked(error) from error
+    return request.document_id in (state.dead_notes or ())
+
+
+def _unasked(error: Exception) -> VectorStoreFailure:
+    return VectorStoreFailure(f"The vector database did not say whether it holds an earlier version of this "
+                              f"file ({describe(error)}). Nothing was kept; upload the file again.")
 
 
 async def _delete_previous_version(host: HostApi, state: KnowledgeBaseState, request: IngestRequest) -> None:
@@ -539,8 +573,30 @@ async def _after_late_calls(state: KnowledgeBaseState, request: IngestRequest, d
             "LangBot did not answer a change of an earlier upload of this file (a removal or a write), and may still "
             f"do it (until {int(quiet_at - time.monotonic())} s from now): it would undo this upload. Nothing was "
             "kept; upload the file again in a few minutes.")
-    logger.info("kb=%s doc=%s: waiting %.0f s for an unanswered change of an earlier upload to land",
-                request.kb_id, request.document_id, quiet_at - time.monotonic())
+    await _wait_until(state, request, quiet_at, "an unanswered change of an earlier upload to land")
+
+
+async def _after_previous_process(state: KnowledgeBaseState, request: IngestRequest,
+                                  deadlines: IngestDeadlines) -> None:
+    """Before the vector DB is asked whether it holds this id where only it can tell (a KB whose
+    plugin storage names none of its files, or one where a dead process left sweep notes): wait
+    until no call of the previous process can land any more, as a tombstone of its failed upload
+    of the id, landing after the question, would stay beside this upload (seed 7150). Raises
+    VectorStoreFailure if that is past the upload's time."""
+    quiet_at = state.previous_writes_until
+    if quiet_at <= time.monotonic():
+        return
+    if quiet_at >= deadlines.work:
+        raise VectorStoreFailure(
+            "LucidRAG restarted while LangBot's plugin storage or vector database was failing, and LangBot may "
+            f"still carry out changes the previous run sent (until {int(quiet_at - time.monotonic())} s from now), "
+            "which could undo this upload. Nothing was kept; upload the file again in a few minutes.")
+    await _wait_until(state, request, quiet_at, "the previous run's last changes to land")
+
+
+async def _wait_until(state: KnowledgeBaseState, request: IngestRequest, quiet_at: float, what: str) -> None:
+    logger.info("kb=%s doc=%s: waiting %.0f s for %s", request.kb_id, request.document_id,
+                quiet_at - time.monotonic(), what)
     with state.writes.stopped_when_closed():  # the KB's deletion does not wait for it
         await asyncio.sleep(quiet_at - time.monotonic())
 

@@ -127,9 +127,7 @@ class FileReads(KbCore):
                            describe(error))
             return None
         if look:
-            self.probe_look_at = None
-            if probe[0] in present:
-                self.sweep_later(time.monotonic())
+            self.probe_looked_for(probe[0] in present)
         gone = {f for chunk_id, f in first.items() if chunk_id not in present}
         gone |= {f for tombstone, f in tombstones.items() if tombstone in present}
         for file_id in set(first.values()) - gone:

@@ -80,6 +80,12 @@ class KbCore:
     noted: set[str] = field(default_factory=set)
     notes_sent: int = 0
     note_dim: int | None = None
+    # the files the sweep notes under PROBE_FILE_ID named at its last listing for an upload
+    # (`ProbeSweeps.look_for_dead_notes`; None: not listed), and whether no dead process's note can
+    # land any more since (then no later listing is needed)
+    dead_notes: frozenset[str] | None = None
+    dead_notes_final: bool = False
+    dead_notes_lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one listing at a time
     # a save of a record, the meta or the index failed while storage held nothing of the KB: it may
     # have landed all the same (LangBot may do a write whose answer the plugin never gets), so that
     # emptiness names no new file until a listing shows it still holds nothing (`_empty_confirmed`)
@@ -258,6 +264,22 @@ class KbCore:
         """A call of the file may still land: removing it leaves its entry "0 chunks" for the next
         process (TOMBSTONED), whose upload of the id waits for them too."""
         return self.files.may_land(file_id) or time.monotonic() < self.calls_quiet_at(file_id)
+
+    def created(self) -> None:
+        """The KB was created by this process: it has no vector yet (`MetaState.created`), and no
+        dead process left a sweep note in its collection."""
+        self.meta.created()
+        self.dead_notes, self.dead_notes_final = frozenset(), True
+
+    def probe_looked_for(self, present: bool) -> None:
+        """The once-per-process look for PROBE_FILE_ID's probe (which every sweep note carries
+        beside it), made once the previous process's calls can no longer land, found it (then it
+        is swept) or not (then no dead process's sweep note is there)."""
+        self.probe_look_at = None
+        if present:
+            self.sweep_later(time.monotonic())
+        else:
+            self.dead_notes, self.dead_notes_final = frozenset(), True
 
     def sweep_later(self, at: float) -> None:
         """Vectors under PROBE_FILE_ID (a probe, sweep notes) are, or may be, in the KB's collection,

@@ -112,6 +112,33 @@ class ProbeSweeps(KbCore):
         self.sweep_later(self.previous_writes_until)  # (seeds 1992, 4702: the probe stays too)
         return True
 
+    def may_hold_dead_notes(self) -> bool:
+        """Whether a dead process may have left sweep notes in the KB's collection that no
+        listing of this process has shown: it exists and had vectors (a note goes only there), and
+        no listing since that process's calls could no longer land showed none there (a KB created
+        by this process has none)."""
+        return not (self.fresh or self.never_had_vectors or self.dead_notes_final)
+
+    async def look_for_dead_notes(self, host: HostApi, collection_id: str) -> None:
+        """Unless known: one listing of PROBE_FILE_ID's vectors, the files its sweep notes name but
+        for this process's own (`dead_notes`), one upload at a time. Again once the previous
+        process's calls can no longer land if it came earlier; that one is final, and also this
+        process's look for a dead process's probe (`probe_looked_for`). Raises if it fails."""
+        async with holding(self.dead_notes_lock):
+            final = time.monotonic() >= self.previous_writes_until
+            if self.dead_notes_final or (self.dead_notes is not None and not final):
+                return
+            items = await with_retries(lambda: file_vectors(host, collection_id, PROBE_FILE_ID))
+            self.dead_notes = frozenset(f for f in map(noted_file, items) if f) - self.noted
+            self.dead_notes_final = final
+            if final and self.probe_look_at is not None:
+                self.probe_looked_for(bool(items))
+
+    def dead_notes_may_still_land(self) -> bool:
+        """A dead process left sweep notes here (removals of its failed uploads that plugin storage
+        refused to note and the vector DB to do), and more of its calls may still land."""
+        return bool(self.dead_notes) and not self.dead_notes_final and time.monotonic() < self.previous_writes_until
+
     def note_for_sweep(self, file_id: str, dim: int) -> None:
         """A sweep note naming `file_id` is about to be sent: the file's vectors and the notes go
         once none of them can land any more (`sweep_probes`)."""
@@ -136,9 +163,7 @@ class ProbeSweeps(KbCore):
         if not self.probe_look_due():
             return
         present = await with_retries(lambda: stored_ids(host, collection_id, [probe_vector_id(PROBE_FILE_ID)]))
-        self.probe_look_at = None
-        if present:
-            self.sweep_later(time.monotonic())
+        self.probe_looked_for(bool(present))
 
     def probe_sweep_due(self) -> bool:
         return (self.probe_sweep_at is not None and time.monotonic() >= self.probe_sweep_at

@@ -318,8 +318,9 @@ class Engine:
                     raise VectorStoreFailure(
                         f"The vector database did not delete the file: {describe(error)}") from error
 
-            if not await state.delete_file(store, document_id, delete_vectors):
-                landing_s = state.vector_writes_quiet_at(document_id) - time.monotonic()
+            deletion = await state.delete_file(store, document_id, delete_vectors)
+            if not deletion.durable:
+                landing_s = deletion.writes_land_until - time.monotonic()
                 if landing_s > 0:
                     raise PluginStorageFailure(
                         "LangBot's plugin storage refused to note the deletion, and LangBot may still write vectors "

@@ -8,14 +8,19 @@ an unanswered upsert of the file land after it with nothing left to say the file
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 import lucidrag.engine
 from lucidrag.state import lifecycle
+from lucidrag.state.kbcore import FileDeletion
+from lucidrag.state.latewrites import delete_file_vectors
 from lucidrag.state.metastate import MetaState
 from lucidrag.state.records import PROBE_FILE_ID, chunk_uuid, tombstone_vector_id
+from lucidrag.state.storage_keys import file_record_key
+from lucidrag.state.store import KbStore
 from tests.conftest import FakePlugin, Harness
 from tests.test_late_writes import answer_lost_once
 from tests.test_state_runtime import long_text, restarted
@@ -244,3 +249,35 @@ async def test_an_upload_on_a_storage_less_kb_asks_the_vector_db_once_a_dead_pro
     again.host.fail("set_plugin_storage")
     for mode in ("vector", "keyword", "hybrid"):
         assert "doc" in await found(again, "solar array kilowatts", mode), mode
+
+
+async def test_a_refused_delete_says_whether_an_upsert_may_still_land_or_the_record_stayed(monkeypatch):
+    """`delete_file` answers why nothing was deleted, which the delete hook tells the operator
+    ("… delete the file again after that" with how long, or "… did not remove the file's record"):
+    an upsert of the file whose answer was lost may still land (until when), or plugin storage
+    kept the file's record."""
+    monkeypatch.setattr(lifecycle, "PREVIOUS_PROCESS_LANDING_S", 120.0)
+    host = FakePlugin()
+    harness = Harness(host)
+    host.fail("set_plugin_storage")
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    answer_lost_once(host, "solar")
+    assert (await harness.ingest(KB, "solar.txt", SOLAR, document_id="solar")).status == DocumentStatus.COMPLETED
+    landing = await harness.invoke(deleting, host, "solar")
+    assert not landing.durable and landing.writes_land_until > time.monotonic() + 60
+
+    host = FakePlugin()
+    harness = Harness(host)
+    await harness.component.on_knowledge_base_create(KB, CREATE)
+    assert (await harness.ingest(KB, "tea.txt", TEA, document_id="tea")).status == DocumentStatus.COMPLETED
+    host.fail("set_plugin_storage")
+    host.fail("delete_plugin_storage")
+    assert await harness.invoke(deleting, host, "tea") == FileDeletion(durable=False, writes_land_until=0.0)
+    assert host.vectors_of(KB, "tea") and file_record_key(KB, "tea") in host.storage, "nothing was deleted"
+
+
+async def deleting(host: FakePlugin, file_id: str) -> FileDeletion:
+    """`delete_file` as the delete hook calls it, its vectors deleted by file id."""
+    state = host.engine.installation("dedicated").kb(KB)
+    return await state.delete_file(KbStore(host, KB), file_id,
+                                   lambda: delete_file_vectors(host, state.files, KB, [file_id]))

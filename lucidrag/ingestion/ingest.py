@@ -328,7 +328,7 @@ async def _forget_previous_version(host: HostApi, state: KnowledgeBaseState, emb
         remove: Callable[[], Awaitable[object]] | None = None
         try:
             remove = await _version_remover(host, state, embedder, request, dim)
-            if await state.delete_file(store, request.document_id, remove):
+            if (await state.delete_file(store, request.document_id, remove)).durable:
                 return
             reason = "plugin storage refused it"
         except Exception as error:  # noqa: BLE001 - logged for the operator (the vectors are tried again below)

@@ -48,6 +48,20 @@ _COMMITTED = (FileState.COMMITTED, FileState.TO_INDEX, FileState.UNSAVED)
 _NAMED = (*_COMMITTED, FileState.UNRECORDED)
 
 
+@dataclass(frozen=True)
+class FileDeletion:
+    """What `KbCore.delete_file` did: whether the deletion is durable and, where nothing was
+    deleted because an upsert of the file may still land with no journal entry to name its
+    removal, until when (`writes_land_until`, a monotonic time; 0.0 for any other reason)."""
+
+    durable: bool
+    writes_land_until: float = 0.0
+
+
+DELETED = FileDeletion(durable=True)
+NOT_DELETED = FileDeletion(durable=False)
+
+
 @dataclass
 class KbCore:
     """The fields of a KB's state, their reads, and the steps transitions share."""
@@ -305,33 +319,35 @@ class KbCore:
 
     async def delete_file(self, store: KbStore, file_id: str,
                           delete_vectors: Callable[[], Awaitable[object]] | None = None,
-                          record_sent: bool = False, failed: bool = False, only: FileState | None = None) -> bool:
+                          record_sent: bool = False, failed: bool = False,
+                          only: FileState | None = None) -> FileDeletion:
         """Forget a file whose vectors were deleted (or, first, delete them with `delete_vectors`).
-        Returns whether the deletion is durable: no record of the file is left in plugin storage,
-        or its journal entry, rewritten "0 chunks", makes a restart's `reconcile` remove it (a
-        stored record would bring the file back after a restart; a stale index snapshot alone
-        cannot, the load drops files without one). Storage itself is asked, never a listing that
-        may predate the record. A file with a record save whose outcome is unknown (`record_sent`,
-        or an UNSAVED one: LangBot may finish the save later) keeps that entry for the next
-        process (TOMBSTONED). Waits for the KB lock no longer than the hook's deadline
-        (BudgetSpent, nothing done: the vectors go under the lock too).
+        Returns whether the deletion is durable (`FileDeletion.durable`): no record of the file is
+        left in plugin storage, or its journal entry, rewritten "0 chunks", makes a restart's
+        `reconcile` remove it (a stored record would bring the file back after a restart; a stale
+        index snapshot alone cannot, the load drops files without one). Storage itself is asked,
+        never a listing that may predate the record. A file with a record save whose outcome is
+        unknown (`record_sent`, or an UNSAVED one: LangBot may finish the save later) keeps that
+        entry for the next process (TOMBSTONED). Waits for the KB lock no longer than the hook's
+        deadline (BudgetSpent, nothing done: the vectors go under the lock too).
 
-        With `delete_vectors`, the vectors go only once a restart could not bring the file back
-        by its record: after its journal entry "0 chunks" is written or, if storage refuses that,
-        its record is deleted (if neither, or a dead process's entry whose dimension the removal
-        needs could not be read: False, nothing done). Without that entry, not while an upsert of
-        the file may still land (`vector_writes_quiet_at`; False, nothing done): landing after the
-        delete, it would leave vectors the next process finds as a complete file. If they may
-        have gone but the call failed (its answer lost), the file is no answer any more (ABORTED:
-        `reconcile` finishes the deletion) and the error is raised.
+        With `delete_vectors`, the vectors go only once a restart could not bring the file back by
+        its record: after its journal entry "0 chunks" is written or, if storage refuses that, its
+        record is deleted (if neither, or a dead process's entry whose dimension the removal needs
+        could not be read: not durable, nothing done). Without that entry, not while an upsert of
+        the file may still land (`vector_writes_quiet_at`; not durable, nothing done, and until
+        when: `writes_land_until`): landing after the delete, it would leave vectors the next
+        process finds as a complete file. If they may have gone but the call failed (its answer
+        lost), the file is no answer any more (ABORTED: `reconcile` finishes the deletion) and the
+        error is raised.
 
         Durable before: nothing (the vectors are gone), or the entry / no record (`delete_vectors`).
         After: the record is gone, or the journal entry names the file; the index snapshot follows
         as soon as storage takes it (`flush`). With `only`, a file no longer in that state once
-        the lock is held (uploaded again meanwhile) is left as it is (False)."""
+        the lock is held (uploaded again meanwhile) is left as it is (not durable)."""
         async with holding(self.lock):
             if only is not None and self.files.state(file_id) is not only:
-                return False
+                return NOT_DELETED
             marked = gone = False
             dim: int | None = None
             if delete_vectors is not None and self.files.state(file_id) is not FileState.ABORTED:
@@ -340,14 +356,16 @@ class KbCore:
                 try:
                     dim = await self._dim_of_writes(store, file_id)
                 except StorageReadFailed:
-                    return False  # nothing done: deleted again later
+                    return NOT_DELETED  # nothing done: deleted again later
                 marked = await store.write_journal(JournalEntry(file_id, 0, dim))
                 if not marked:
-                    if time.monotonic() < self.vector_writes_quiet_at(file_id):
-                        return False  # nothing deleted: with no entry, nothing would remove what lands then
+                    landing_until = self.vector_writes_quiet_at(file_id)
+                    if time.monotonic() < landing_until:
+                        # nothing deleted: with no entry, nothing would remove what lands then
+                        return FileDeletion(durable=False, writes_land_until=landing_until)
                     gone = await store.delete_record(file_id)
                     if not gone:
-                        return False
+                        return NOT_DELETED
             elif delete_vectors is not None:
                 # An ABORTED file may have no entry (storage refused it then): one now names the
                 # removal for a restart, should its probe land after its delete (`remove_first_write`)
@@ -378,7 +396,7 @@ class KbCore:
                 self.files.move(file_id, FileState.FAILED if failed else FileState.DELETED)
                 self.files.record_deleted(file_id)
                 await self._clear_journal(store, file_id)
-                return True
+                return DELETED
             # A record is left, or LangBot may still write one or vectors: the entry keeps a
             # restart from indexing it and makes its `reconcile` remove them (for a record, best
             # effort where storage takes no write: there a late save cannot land either).
@@ -391,7 +409,7 @@ class KbCore:
                     self.files.left_to_next_process(file_id)
             # else DELETING: `flush` deletes the record (then the entry, or writes it if vectors
             # may still land), or LangBot's retry does
-            return marked or gone
+            return DELETED if marked or gone else NOT_DELETED
 
     async def _dim_of_writes(self, store: KbStore, file_id: str) -> int | None:
         """The dimension of the file's vectors a write with an unknown outcome may have left (for

@@ -28,7 +28,7 @@ from lucidrag.base.errors import (
     PluginStorageFailure,
     VectorStoreFailure,
 )
-from lucidrag.base.host import HostApi, describe, is_kb_gone
+from lucidrag.base.host import HostApi, describe, is_kb_gone, with_retries
 from lucidrag.base.writegate import GateClosed
 from lucidrag.base.settings import CreationSettings
 from lucidrag.index.probes import opening_question
@@ -41,7 +41,7 @@ from lucidrag.state.kbstate import KnowledgeBaseState
 from lucidrag.state.latewrites import LostAnswers, answer_lost, delete_file_vectors, send, send_delete
 from lucidrag.state.records import ChunkRecord, FileRecord, chunk_uuid, document_vector_id, document_vector_metadata
 from lucidrag.state.store import KbStore
-from lucidrag.vectors.embedding import Embedder, with_retries
+from lucidrag.vectors.embedding import Embedder
 from lucidrag.vectors.scoring import calibrate
 from lucidrag.vectors.vectorscan import holds_file
 

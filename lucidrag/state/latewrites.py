@@ -67,11 +67,16 @@ class LostAnswers:
 async def send(notes: LateWriteNotes, file_id: str, dim: int | None, call: Callable[[], Awaitable[T]]) -> T:
     """One attempt of a write of `file_id`'s vectors (of dimension `dim`), noted in `notes` if its
     answer is lost."""
+    return await _noting_a_lost_answer(call, lambda: notes.unanswered(file_id, dim))
+
+
+async def _noting_a_lost_answer(call: Callable[[], Awaitable[T]], note: Callable[[], None]) -> T:
+    """`call`, and `note()` if it raised with its answer lost (`answer_lost`)."""
     try:
         return await call()
     except BaseException as error:
         if answer_lost(error):
-            notes.unanswered(file_id, dim)
+            note()
         raise
 
 
@@ -83,12 +88,7 @@ class LateDeleteNotes(Protocol):
 async def send_delete(notes: LateDeleteNotes, file_ids: list[str], call: Callable[[], Awaitable[T]]) -> T:
     """One attempt of a delete of `file_ids`' vectors, noted in `notes` if its answer is lost: done
     later, it would remove the vectors of an upload of the same id written meanwhile (seed 1783)."""
-    try:
-        return await call()
-    except BaseException as error:
-        if answer_lost(error):
-            notes.delete_unanswered(file_ids, PREVIOUS_PROCESS_LANDING_S)
-        raise
+    return await _noting_a_lost_answer(call, lambda: notes.delete_unanswered(file_ids, PREVIOUS_PROCESS_LANDING_S))
 
 
 async def delete_file_vectors(host: HostApi, notes: LateDeleteNotes, collection_id: str, file_ids: list[str]) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from lucidrag.base.blocking import run_blocking
 from lucidrag.base.errors import EmbeddingFailure, HostConnectionLost
-from lucidrag.base.host import HostApi, describe, is_transient, with_retries  # noqa: F401 - with_retries re-exported
+from lucidrag.base.host import HostApi, describe, is_transient, with_retries
 
 logger = logging.getLogger(__name__)
 

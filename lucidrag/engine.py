@@ -434,6 +434,20 @@ class Engine:
                                kb_id, describe(error))
         states = [first] if first is not None else []
         states += [s for s in inst.kbs.values() if s is not first]
+        # Every KB's meta still to be written goes before any KB's other work: until it is stored,
+        # a stored "never had a vector" keeps every later process from the vectors (tombstones,
+        # sweep notes) this one left there, should it die meanwhile (seed 4416).
+        meta_tried: set[str] = set()
+        for state in states:
+            if time.monotonic() >= deadline:
+                return
+            if state.meta.dirty and not state.lock.locked():
+                meta_tried.add(state.kb_id)
+                try:
+                    await state.save_meta_due(host, deadline)
+                except Exception as error:  # noqa: BLE001
+                    logger.warning("kb=%s: the knowledge base's meta could not be saved now (%s); will retry",
+                                   state.kb_id, describe(error))
         for state in states:
             if time.monotonic() >= deadline:
                 return
@@ -444,7 +458,8 @@ class Engine:
             # (up to a few thousand chunks) would cost this query up to its budget.
             index = hook != "retrieve" or state is first
             try:
-                await state.upkeep(host, state.kb_id, deadline, index=index)  # collection id = KB uuid
+                await state.upkeep(host, state.kb_id, deadline, index=index,  # collection id = KB uuid
+                                   save_meta=state.kb_id not in meta_tried)
             except Exception as error:  # noqa: BLE001
                 if is_kb_gone(error):
                     await self._forget_removed_kb(inst, state.kb_id)

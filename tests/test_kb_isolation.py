@@ -2,7 +2,9 @@
 
 Upkeep (the unfinished work every hook continues) visits every KB of the installation: it must
 not wait behind another hook's change of one KB, and one KB's failure -- say, a KB LangBot
-deleted while the plugin was down -- must not stop the others'. A KB deleted while a file is
+deleted while the plugin was down -- must not stop the others'. Every KB's meta still to be
+written goes before any KB's other work: while storage holds "never had a vector" a process that
+dies leaves vectors no later process looks at. A KB deleted while a file is
 being ingested into it keeps none of the file's vectors or keys.
 """
 
@@ -14,7 +16,7 @@ import pytest
 from langbot_plugin.api.entities.builtin.rag.enums import DocumentStatus
 
 from lucidrag.base import budget
-from lucidrag.state.storage_keys import file_record_key
+from lucidrag.state.storage_keys import file_record_key, meta_key
 from lucidrag.state.store import JournalEntry, KbStore
 from tests.conftest import FakePlugin, Harness
 from tests.test_state_runtime import long_text, restarted
@@ -135,3 +137,27 @@ async def test_a_kb_langbot_deleted_while_the_plugin_was_down_stops_no_other_kbs
 
     assert has_record(host, "kb-z", solar.document_id), "kb-z's record is saved by the later requests"
     assert keys_of_kb(host, "kb-x") == []
+
+
+async def test_upkeep_saves_every_kbs_unsaved_meta_before_any_kbs_other_work(harness: Harness, host):
+    """The query's own KB has a record to write again, another KB its "has had vectors" mark
+    (storage refused both): the mark is written first."""
+    await created(harness, "kb-query")
+    await harness.component.on_knowledge_base_create("kb-marked", {"embedding_model_uuid": "embed-model-1"})
+    host.fail("set_plugin_storage", when=lambda key, **_: key == meta_key("kb-marked")
+              or key.startswith(file_record_key("kb-query", "")))
+    await harness.ingest("kb-marked", "tea.txt", TEA)
+    solar = await harness.ingest("kb-query", "solar.txt", SOLAR)
+    assert solar.status == DocumentStatus.COMPLETED and not has_record(host, "kb-query", solar.document_id)
+    host.faults.clear()
+    written: list[str] = []
+    set_value = host.set_plugin_storage
+
+    async def noting(key: str, value: bytes) -> None:
+        written.append(key)
+        await set_value(key, value)
+
+    host.set_plugin_storage = noting
+    await harness.retrieve("kb-query", "solar array")
+    record = next(i for i, k in enumerate(written) if k.startswith(file_record_key("kb-query", solar.document_id)))
+    assert meta_key("kb-marked") in written[:record], written

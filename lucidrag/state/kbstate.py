@@ -192,10 +192,17 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
         self.meta.exists()
         return True
 
-    async def flush(self, store: KbStore, deadline: float) -> None:
-        """Retry the storage writes that failed earlier."""
+    async def save_meta_due(self, host: HostApi, deadline: float) -> None:
+        """Write the meta a save of which failed earlier (DIRTY), if any: a restart reading a stored
+        "never had a vector" would not look at vectors this process left (metastate.py)."""
         if self.meta.dirty and time.monotonic() < deadline:
-            await self._save_meta(store)
+            await self._save_meta(KbStore(host, self.kb_id))
+
+    async def flush(self, store: KbStore, deadline: float, save_meta: bool = True) -> None:
+        """Retry the storage writes that failed earlier (without `save_meta`: but the meta, which
+        the caller has tried already)."""
+        if save_meta:
+            await self.save_meta_due(store.host, deadline)
         for file_id, record in self.files.unsaved_records().items():
             if time.monotonic() >= deadline or not await self._name_unsaved_files(store):
                 return
@@ -244,15 +251,17 @@ class KnowledgeBaseState(KbLoad, JournalSettling):
                     or (self.loaded and (self.indexing or (self.repair.mode is RepairMode.TO_LOOK and not self.fresh)))
                     or self.probe_look_due() or self.probe_sweep_due())
 
-    async def upkeep(self, host: HostApi, collection_id: str, deadline: float, index: bool = True) -> None:
+    async def upkeep(self, host: HostApi, collection_id: str, deadline: float, index: bool = True,
+                     save_meta: bool = True) -> None:
         """Continue this KB's unfinished work until `deadline`. With `index`, also index what the
-        keyword index lacks, unless another hook is doing so (never wait behind it)."""
+        keyword index lacks, unless another hook is doing so (never wait behind it). Without
+        `save_meta`, a meta still to be written is left (the caller tried it: `save_meta_due`)."""
         store = KbStore(host, self.kb_id)
         if self.loaded and self.repair.mode is RepairMode.TO_LOOK and not self.fresh:
             # storage names none of the KB's files: they are found in the vector DB before a first
             # save may end that emptiness (`_name_unsaved_files`), whatever hooks come
             self.repair.start_looking()
-        await self.flush(store, deadline)
+        await self.flush(store, deadline, save_meta)
         if not self.loaded:
             # Settling journal entries changes the index: it waits for the snapshot (within this
             # upkeep's time; then it is read on beside the hooks).

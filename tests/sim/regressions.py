@@ -911,6 +911,20 @@ REGRESSIONS.update({
         Step([('ingest', 5, 'small', 1)], storage=1.0, landed=0.3),
         Step([('ingest', 6, 'medium', 2), ('ingest', 0, 'medium', 0), ('retrieve', 5, 'vector', 'not-file')],
              storage=1.0, vectors=0.5, lost=0.2)], jitter_s=0.008),
+    # Seed 4416 again, shrunk (failed from 37e2423 on): the same note stayed, with the KB marked
+    # "has had vectors" while storage refused the meta; the process was killed once storage was
+    # back, and the meta read each KB's save now makes first (37e2423) and the reconcile it let
+    # run on another KB came before this KB's turn in the upkeep: the stored meta still said
+    # "never had a vector", so no later process looked. Now every KB's meta still to be written is
+    # saved before any KB's other upkeep.
+    "meta-saved-after-other-kbs-upkeep-leaves-a-note-unlooked-for-4416": History(4416, 'chroma', [
+        Step([('create_kb', 0)]), Step([('retrieve', 0, 'keyword', 'not-file')]), Step([('create_kb', 1)]),
+        Step([('repair', 'view', 0), ('ingest', 3, 'small', 1)]),
+        Step([('create_kb', 2)], slow=0.5, kill_at=1.9194916252764063),
+        Step([('ingest', 5, 'small', 1)], storage=1.0, landed=0.3),
+        Step([('ingest', 6, 'medium', 2), ('ingest', 0, 'medium', 0), ('retrieve', 5, 'vector', 'not-file')],
+             storage=1.0, vectors=0.5),
+        Step([('retrieve', 1, 'keyword', 'file')], kill_after=21)], jitter_s=0.008),
     # Seed 3138, shrunk: a failed upload on a KB that never had a vector left its removal's probe
     # (the delete of its vectors refused) and its entry "0 chunks" with the probe's dimension; the
     # process was replaced. The next one deleted the file while storage's reads failed: it

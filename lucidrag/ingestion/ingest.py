@@ -565,15 +565,11 @@ async def _after_late_calls(state: KnowledgeBaseState, request: IngestRequest, d
     entry named it; landing later, it would remove this upload's vectors or record after it
     COMPLETED (seed 1783), or write an earlier version's. Raises VectorStoreFailure if that is past
     the upload's time."""
-    quiet_at = state.calls_quiet_at(request.document_id)
-    if quiet_at <= time.monotonic():
-        return
-    if quiet_at >= deadlines.work:
-        raise VectorStoreFailure(
-            "LangBot did not answer a change of an earlier upload of this file (a removal or a write), and may still "
-            f"do it (until {int(quiet_at - time.monotonic())} s from now): it would undo this upload. Nothing was "
-            "kept; upload the file again in a few minutes.")
-    await _wait_until(state, request, quiet_at, "an unanswered change of an earlier upload to land")
+    await _wait_until(state, request, deadlines, state.calls_quiet_at(request.document_id),
+                      "an unanswered change of an earlier upload to land", lambda left_s: (
+                          "LangBot did not answer a change of an earlier upload of this file (a removal or a write), "
+                          f"and may still do it (until {left_s} s from now): it would undo this upload. Nothing was "
+                          "kept; upload the file again in a few minutes."))
 
 
 async def _after_previous_process(state: KnowledgeBaseState, request: IngestRequest,
@@ -583,18 +579,22 @@ async def _after_previous_process(state: KnowledgeBaseState, request: IngestRequ
     until no call of the previous process can land any more, as a tombstone of its failed upload
     of the id, landing after the question, would stay beside this upload (seed 7150). Raises
     VectorStoreFailure if that is past the upload's time."""
-    quiet_at = state.previous_writes_until
+    await _wait_until(state, request, deadlines, state.previous_writes_until,
+                      "the previous run's last changes to land", lambda left_s: (
+                          "LucidRAG restarted while LangBot's plugin storage or vector database was failing, and "
+                          f"LangBot may still carry out changes the previous run sent (until {left_s} s from now), "
+                          "which could undo this upload. Nothing was kept; upload the file again in a few minutes."))
+
+
+async def _wait_until(state: KnowledgeBaseState, request: IngestRequest, deadlines: IngestDeadlines,
+                      quiet_at: float, what: str, too_late: Callable[[int], str]) -> None:
+    """Wait until `quiet_at` (a monotonic time; past: no wait) for `what`, unless the KB is deleted
+    meanwhile; raises VectorStoreFailure with `too_late(seconds left)` if that is past the upload's
+    time for its work."""
     if quiet_at <= time.monotonic():
         return
     if quiet_at >= deadlines.work:
-        raise VectorStoreFailure(
-            "LucidRAG restarted while LangBot's plugin storage or vector database was failing, and LangBot may "
-            f"still carry out changes the previous run sent (until {int(quiet_at - time.monotonic())} s from now), "
-            "which could undo this upload. Nothing was kept; upload the file again in a few minutes.")
-    await _wait_until(state, request, quiet_at, "the previous run's last changes to land")
-
-
-async def _wait_until(state: KnowledgeBaseState, request: IngestRequest, quiet_at: float, what: str) -> None:
+        raise VectorStoreFailure(too_late(int(quiet_at - time.monotonic())))
     logger.info("kb=%s doc=%s: waiting %.0f s for %s", request.kb_id, request.document_id,
                 quiet_at - time.monotonic(), what)
     with state.writes.stopped_when_closed():  # the KB's deletion does not wait for it
